@@ -1,0 +1,66 @@
+#include "ops/builtin_util.h"
+
+namespace cleave::ops::detail {
+
+std::vector<std::string> dim_vars(std::size_t rank, std::string const& prefix) {
+  std::vector<std::string> out;
+  for (std::size_t d = 0; d < rank; ++d) out.push_back(prefix + std::to_string(d));
+  return out;
+}
+
+std::string ref(std::string const& tensor, std::vector<std::string> const& indices) {
+  std::string out = tensor + "[";
+  for (std::size_t i = 0; i < indices.size(); ++i) out += (i ? "," : "") + indices[i];
+  return out + "]";
+}
+
+Expected<std::size_t> normalize_axis(std::string const& op, std::int64_t axis, std::size_t rank) {
+  auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r)
+    return shape_error(op, "axis " + std::to_string(axis) + " is out of range for rank " +
+                               std::to_string(rank) + " (use -" + std::to_string(rank) + ".." +
+                               std::to_string(r - 1) + ")");
+  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+}
+
+Error shape_error(std::string const& op, std::string const& message) {
+  return Error(ErrorCode::shape_mismatch, op + ": " + message);
+}
+
+AttrSpec int_attr(std::string name, std::int64_t fallback, std::string doc) {
+  return {std::move(name), AttrKind::integer, ir::AttrValue(fallback), std::move(doc)};
+}
+AttrSpec real_attr(std::string name, double fallback, std::string doc) {
+  return {std::move(name), AttrKind::real, ir::AttrValue(fallback), std::move(doc)};
+}
+AttrSpec ints_attr(std::string name, std::vector<std::int64_t> fallback, std::string doc) {
+  return {std::move(name), AttrKind::integers, ir::AttrValue(std::move(fallback)), std::move(doc)};
+}
+AttrSpec required_ints_attr(std::string name, std::string doc) {
+  return {std::move(name), AttrKind::integers, std::nullopt, std::move(doc)};
+}
+AttrSpec string_attr(std::string name, std::string fallback, std::string doc) {
+  return {std::move(name), AttrKind::string, ir::AttrValue(std::move(fallback)), std::move(doc)};
+}
+
+ir::TensorType f32(ir::Shape shape) { return {std::move(shape), ir::DType::fp32}; }
+
+OpInstance instance(std::string tdl, std::vector<std::string> names, tdl::Params params) {
+  OpInstance inst;
+  inst.tdl = std::move(tdl);
+  inst.input_names = std::move(names);
+  inst.params = std::move(params);
+  return inst;
+}
+
+Status expect_rank(std::string const& op, std::string const& input, ir::TensorType const& t,
+                   std::size_t min_rank, std::size_t max_rank) {
+  std::size_t r = t.shape.size();
+  if (r >= min_rank && r <= max_rank) return Status::ok();
+  std::string want = min_rank == max_rank ? std::to_string(min_rank)
+                                          : std::to_string(min_rank) + ".." + std::to_string(max_rank);
+  return shape_error(op, "input " + input + " must have rank " + want + ", got " +
+                             ir::shape_to_string(t.shape) + " (rank " + std::to_string(r) + ")");
+}
+
+}  // namespace cleave::ops::detail

@@ -1,0 +1,34 @@
+// Helpers shared by the builtin_*.cc files that write the TDL of each built-in op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/op_registry.h"
+
+namespace cleave::ops::detail {
+
+// "d0", "d1", ... for a tensor of the given rank.
+std::vector<std::string> dim_vars(std::size_t rank, std::string const& prefix = "d");
+// "X[a,b,c]".
+std::string ref(std::string const& tensor, std::vector<std::string> const& indices);
+// Axis in [-rank, rank) -> [0, rank), or an error naming the op.
+Expected<std::size_t> normalize_axis(std::string const& op, std::int64_t axis, std::size_t rank);
+Error shape_error(std::string const& op, std::string const& message);
+
+AttrSpec int_attr(std::string name, std::int64_t fallback, std::string doc);
+AttrSpec real_attr(std::string name, double fallback, std::string doc);
+AttrSpec ints_attr(std::string name, std::vector<std::int64_t> fallback, std::string doc);
+AttrSpec required_ints_attr(std::string name, std::string doc);
+AttrSpec string_attr(std::string name, std::string fallback, std::string doc);
+
+ir::TensorType f32(ir::Shape shape);
+
+// An instance whose inputs are named X0, X1, ... in order (for variadic ops) or by `names`.
+OpInstance instance(std::string tdl, std::vector<std::string> names, tdl::Params params = {});
+
+// A rank check with a message that names the op and what it expects.
+Status expect_rank(std::string const& op, std::string const& input, ir::TensorType const& t,
+                   std::size_t min_rank, std::size_t max_rank);
+
+}  // namespace cleave::ops::detail
