@@ -102,6 +102,7 @@ Status OpRegistry::add_tdl(std::string_view line) {
   schema.summary = statement;
   schema.attrs_are_params = true;
   schema.min_inputs = schema.max_inputs = static_cast<int>(inputs.size());
+  schema.fixed_input_names = inputs;
   schema.instantiate = [statement, inputs](ir::Attrs const& attrs,
                                            std::span<ir::TensorType const>) -> Expected<OpInstance> {
     OpInstance inst{statement, inputs, {}, {}, std::nullopt};
@@ -135,6 +136,14 @@ Status OpRegistry::load_semantics_file(std::string const& path) {
 OpSchema const* OpRegistry::find(std::string_view name) const {
   auto it = schemas_.find(std::string(name));
   return it == schemas_.end() ? nullptr : &it->second;
+}
+
+Expected<std::vector<std::string>> OpRegistry::input_names(OpSchema const& schema) const {
+  if (!schema.fixed_input_names.empty() || schema.example_inputs.empty())
+    return schema.fixed_input_names;
+  CLEAVE_TRY(OpInstance example,
+             instantiate(schema.name, schema.example_attrs, schema.example_inputs));
+  return example.input_names;
 }
 
 std::vector<std::string> OpRegistry::names() const {

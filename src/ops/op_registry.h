@@ -47,10 +47,14 @@ struct OpSchema {
   bool attrs_are_params = false;
   int min_inputs = 1;
   int max_inputs = 1;  // -1: any number
-  // Shown by `cleave op NAME` when no shapes are given, and used by tests and docs.
+  // Shown by `cleave op NAME` when no shapes are given, and used by tests and docs. Custom ops
+  // have none.
   std::vector<ir::TensorType> example_inputs;
   ir::Attrs example_attrs;
   Instantiate instantiate;
+  // The inputs' names in the TDL, when known without shapes (custom ops); built-in ops name
+  // them per instance (see input_names()).
+  std::vector<std::string> fixed_input_names = {};
 };
 
 class OpRegistry final : public ir::ShapeInference {
@@ -66,6 +70,8 @@ class OpRegistry final : public ir::ShapeInference {
   Status load_semantics_file(std::string const& path);
 
   OpSchema const* find(std::string_view name) const;
+  // The names an op type's TDL gives its inputs (for variadic ops: those of its example).
+  Expected<std::vector<std::string>> input_names(OpSchema const& schema) const;
   std::vector<std::string> names() const;  // sorted
 
   // Attributes checked against the schema (unknown names, wrong kinds) and completed with

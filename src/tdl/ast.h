@@ -54,6 +54,8 @@ struct Expr {
 struct TensorRef {
   std::string name;
   std::vector<IndexExpr> indices;
+  // Output only: `Y[n, y:OH]` declares the extent of y where no input dimension gives it.
+  std::vector<std::optional<IndexExpr>> extents;
   int column = 0;
 };
 

@@ -106,6 +106,19 @@ class Binder {
       return err(st_.output.column, "tensors of rank above 12 are not supported", ErrorCode::unsupported);
     for (auto const& index : st_.output.indices) collect_output_vars(index);
     op_->num_parallel_ = static_cast<int>(op_->slot_names_.size());
+    for (std::size_t d = 0; d < st_.output.extents.size(); ++d) {
+      if (!st_.output.extents[d]) continue;
+      IndexExpr const& index = st_.output.indices[d];
+      auto slot = lookup_var(index.name);
+      if (!slot) return err(index.column, "'" + index.name + "' is a parameter, not a variable");
+      CLEAVE_TRY(BoundIndex ext, bind_index(*st_.output.extents[d]));
+      if (!ext.is_constant() || ext.constant < 1)
+        return err(st_.output.extents[d]->column,
+                   "the extent of '" + index.name + "' must be a positive constant");
+      op_->slot_extents_[*slot] = ext.constant;
+      explicit_extent_[*slot] = true;
+      extent_source_[*slot] = "its declaration";
+    }
 
     Expr const* body = &st_.rhs;
     if (st_.rhs.kind == Expr::Kind::reduce) {
@@ -544,7 +557,7 @@ class Binder {
       return err(column,
                  "cannot infer the extent of '" + op_->slot_names_[s] +
                      "': it indexes no input dimension directly; declare it (" +
-                     op_->slot_names_[s] + ":EXTENT in a reduction) or give the output's shape",
+                     op_->slot_names_[s] + ":EXTENT) or give the output's shape",
                  ErrorCode::shape_mismatch);
     }
     return Status::ok();

@@ -1,5 +1,6 @@
 #include "tdl/parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -148,11 +149,14 @@ class Parser {
     ref.column = peek().column;
     next();
     if (!expect("[", "'[' after the output tensor's name")) return false;
-    return parse_index_list(ref.indices, ref.name);
+    if (!parse_index_list(ref.indices, ref.name, &ref.extents)) return false;
+    return true;
   }
 
-  // After '[': indices then ']'. An empty list "[]" is a scalar.
-  bool parse_index_list(std::vector<IndexExpr>& out, std::string const& tensor) {
+  // After '[': indices then ']'. An empty list "[]" is a scalar. With `extents` (the output),
+  // an index may be `name:EXTENT`.
+  bool parse_index_list(std::vector<IndexExpr>& out, std::string const& tensor,
+                        std::vector<std::optional<IndexExpr>>* extents = nullptr) {
     if (peek_is("]")) {
       next();
       return true;
@@ -160,6 +164,17 @@ class Parser {
     while (true) {
       IndexExpr e;
       if (!parse_index(e)) return false;
+      if (extents) {
+        extents->emplace_back();
+        if (peek_is(":")) {
+          if (e.kind != IndexExpr::Kind::name)
+            return fail(peek(), "',' or ']' (only a plain variable can declare an extent)");
+          next();
+          IndexExpr ext;
+          if (!parse_index(ext)) return false;
+          extents->back() = std::move(ext);
+        }
+      }
       out.push_back(std::move(e));
       if (peek_is(",")) {
         next();
@@ -500,5 +515,30 @@ std::string point_at(std::string_view text, int column) {
 }
 
 Expected<Statement> parse_statement(std::string_view text) { return Parser(text).run(); }
+
+namespace {
+
+void add_name(std::vector<std::string>& out, std::string const& name) {
+  if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+}
+
+void collect_index(IndexExpr const& e, std::vector<std::string>& out) {
+  if (e.kind == IndexExpr::Kind::access) add_name(out, e.name);
+  for (auto const& a : e.args) collect_index(a, out);
+}
+
+void collect_expr(Expr const& e, std::vector<std::string>& out) {
+  if (e.kind == Expr::Kind::access) add_name(out, e.name);
+  for (auto const& i : e.indices) collect_index(i, out);
+  for (auto const& a : e.args) collect_expr(a, out);
+}
+
+}  // namespace
+
+std::vector<std::string> tensors_read(Statement const& statement) {
+  std::vector<std::string> out;
+  collect_expr(statement.rhs, out);
+  return out;
+}
 
 }  // namespace cleave::tdl

@@ -1,7 +1,8 @@
 // Parses one TDL statement. Grammar (docs/tdl.md):
 //
 //   statement := ref '=' expr (';' clause)*
-//   ref       := NAME '[' [index (',' index)*] ']'
+//   ref       := NAME '[' [outindex (',' outindex)*] ']'
+//   outindex  := NAME ':' index | index             -- `y:OH` declares y's extent
 //   clause    := 'nosplit' '(' names ')' | 'split' '(' names ')' | 'pad' '(' NAME '=' num ')'
 //   expr      := additive [('<'|'<='|'>'|'>='|'=='|'!=') additive]
 //   additive  := term (('+'|'-') term)*
@@ -28,6 +29,9 @@ namespace cleave::tdl {
 // Errors are ErrorCode::parse_error and read "TDL parse error at column C: expected ..., found
 // ...", followed by the line and a caret under column C.
 Expected<Statement> parse_statement(std::string_view text);
+
+// The tensors the statement reads, in order of first appearance (gathered index tensors too).
+std::vector<std::string> tensors_read(Statement const& statement);
 
 // The caret display used by parse and bind errors: "  <text>\n  <spaces>^".
 std::string point_at(std::string_view text, int column);

@@ -1,0 +1,173 @@
+// End-to-end tests of the `cleave` program: real processes, real files, exit codes and messages.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ir/graph_builder.h"
+#include "ir/graph_json.h"
+#include "ops/op_registry.h"
+
+namespace cleave {
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::filesystem::path scratch() {
+  auto dir = std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(std::filesystem::path const& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Runs `cleave ARGS` (ARGS already shell-quoted) and captures both streams.
+Outcome cleave(std::string const& args) {
+  auto dir = scratch();
+  std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
+                    " 2>" + (dir / "err").string();
+  int status = std::system(cmd.c_str());
+  Outcome r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  return r;
+}
+
+std::string write(std::string const& name, std::string const& text) {
+  auto path = scratch() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string small_graph_json() {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::GraphBuilder b(*registry);
+  auto x = b.add_source("x", {{4, 8}, ir::DType::fp32}, ir::TensorRole::input);
+  auto w = b.add_source("w", {{3, 8}, ir::DType::fp32}, ir::TensorRole::weight);
+  auto y = b.add_op1({"linear", {*x, *w}, {}, "fc", {}, {}});
+  auto z = b.add_op1({"relu", {*y}, {}, "act", {}, {}});
+  EXPECT_TRUE(z.has_value());
+  auto g = b.finish();
+  EXPECT_TRUE(g.has_value());
+  return ir::graph_to_json(*g);
+}
+
+TEST(Cli, OpOnExampleShapes) {
+  Outcome r = cleave("op conv2d");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("space       parallel n=8 co=16 y=16 x=16 | reduction(sum) ci=3 dy=3 dx=3"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2-way split of y:"), std::string::npos);
+  EXPECT_NE(r.out.find("needs a reduction (sum)"), std::string::npos);
+}
+
+TEST(Cli, OpOnATdlLineAsJson) {
+  Outcome r = cleave("op 'Y[i,j] = sum(k) A[i,k] * B[k,j]' --shape A=64x32 --shape B=32x16 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "cleave.op-report/1");
+  EXPECT_EQ(j["output"]["shape"], (std::vector<int>{64, 16}));
+  ASSERT_EQ(j["splits"].size(), 3u);
+  auto const& k = j["splits"][2];
+  EXPECT_EQ(k["dim"], "k");
+  EXPECT_TRUE(k["pieces"][0]["partial"].get<bool>());
+  EXPECT_EQ(k["pieces"][0]["reducer"], "sum");
+  EXPECT_EQ(k["pieces"][1]["inputs"][0]["region"], nlohmann::json::parse("[[0,64],[16,32]]"));
+  EXPECT_EQ(j["whole"]["flops"], 2 * 64 * 16 * 32);
+}
+
+TEST(Cli, BuiltinOpWithShapesAndAttrs) {
+  Outcome r = cleave("op conv2d --shape X=2x4x9x9 --shape W=8x2x3x3 --attr groups=2 --attr padding=1,1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["output"]["shape"], (std::vector<int>{2, 8, 9, 9}));
+  // Channels within a group do not split into a box.
+  bool found = false;
+  for (auto const& d : j["dims"]) {
+    if (d["name"] == "co") {
+      found = true;
+      EXPECT_FALSE(d["splittable"].get<bool>());
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+struct Bad {
+  std::string args;
+  std::string message;
+};
+
+TEST(Cli, BadInputGivesAClearErrorAndNonZeroExit) {
+  std::string cyclic = write("cyclic.json", R"({"format":"cleave.graph/1","tensors":[
+{"id":0,"name":"a","shape":[4],"dtype":"fp32","role":"activation"},
+{"id":1,"name":"b","shape":[4],"dtype":"fp32","role":"activation"}],"ops":[
+{"id":0,"name":"f","type":"relu","inputs":[1],"outputs":[0],"attrs":{}},
+{"id":1,"name":"g","type":"relu","inputs":[0],"outputs":[1],"attrs":{}}]})");
+  std::string good = small_graph_json();
+  std::string truncated = write("truncated.json", good.substr(0, good.size() / 2));
+  std::string mismatch = good;
+  mismatch.replace(mismatch.find("[4,3]"), 5, "[4,5]");
+  std::string mismatched = write("mismatch.json", mismatch);
+  std::string bad_ops = write("bad.tdl", "# ok\nfine(A): Y[i] = A[i]\nbroken(A): Y[i] = A[i,\n");
+  Bad cases[] = {
+      {"op 'Y[i,j] = sum(k) A[i,k] * B[k,j' --shape A=4x4 --shape B=4x4", "column 31"},
+      {"op 'Y[y] = sum(dy:2) X[y*dy]' --shape X=8 --shape Y=4", "non-affine index"},
+      {"op 'Y[i] = A[i] + Q[i]' --shape A=4", "needs --shape Q=DIMS"},
+      {"op 'Y[i,j] = sum(k) A[i,k] * B[k,j]' --shape A=4x5 --shape B=4x4", "the shapes disagree"},
+      {"op conv3d", "unknown op 'conv3d'"},
+      {"op matmul --shape A=4x5 --shape B=4x4", "'k' has extent 5"},
+      {"op matmul --shape A=4x5", "matmul needs --shape B=DIMS"},
+      {"op conv2d --attr strid=2", "unknown attribute 'strid'"},
+      {"op matmul --shape A=4xq --shape B=4x4", "bad shape"},
+      {"check-graph " + cyclic, "cycle"},
+      {"check-graph " + truncated, "truncated"},
+      {"check-graph " + mismatched, "op 'fc'"},
+      {"check-graph /nonexistent/graph.json", "cannot open"},
+      {"--op-semantics " + bad_ops + " ops", "bad.tdl:3"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find("error["), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+}
+
+TEST(Cli, CheckGraphAndCustomOps) {
+  std::string path = write("good.json", small_graph_json());
+  Outcome r = cleave("check-graph " + path + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ops"], 2);
+  EXPECT_EQ(j["tensors"], 4);
+  EXPECT_EQ(j["tensor_bytes_by_role"]["weight"], 3 * 8 * 4);
+
+  std::string semantics = write("ops.tdl", "scaled_mm(A, B): Y[i,j] = sum(k) A[i,k] * B[k,j] * alpha\n");
+  Outcome op = cleave("--op-semantics " + semantics + " op scaled_mm --shape A=8x4 --shape B=4x2 --attr alpha=0.5");
+  EXPECT_EQ(op.code, 0) << op.err;
+  EXPECT_NE(op.out.find("output      Y fp32[8x2]"), std::string::npos) << op.out;
+  Outcome list = cleave("--op-semantics " + semantics + " ops --json");
+  ASSERT_EQ(list.code, 0);
+  auto ops = nlohmann::json::parse(list.out)["ops"];
+  bool custom = false;
+  for (auto const& o : ops) custom |= o["name"] == "scaled_mm" && o["custom"].get<bool>();
+  EXPECT_TRUE(custom);
+  EXPECT_GE(ops.size(), 30u);
+}
+
+}  // namespace
+}  // namespace cleave
