@@ -8,26 +8,27 @@
 
 namespace cleave::ops {
 
-std::string format_bytes(std::int64_t bytes) {
-  static constexpr char const* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
+namespace {
+
+// value in the largest unit (each `base` times the previous) that keeps it >= 1.
+std::string scaled(std::int64_t value, double base, std::initializer_list<char const*> units) {
+  double v = static_cast<double>(value);
+  auto unit = units.begin();
+  while (v >= base && unit + 1 != units.end()) {
+    v /= base;
+    ++unit;
   }
-  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
+  return unit == units.begin() ? fmt::format("{} {}", value, *unit) : fmt::format("{:.2f} {}", v, *unit);
+}
+
+}  // namespace
+
+std::string format_bytes(std::int64_t bytes) {
+  return scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"});
 }
 
 std::string format_flops(std::int64_t flops) {
-  static constexpr char const* units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
-  double v = static_cast<double>(flops);
-  int u = 0;
-  while (v >= 1000 && u < 5) {
-    v /= 1000;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} FLOP", flops) : fmt::format("{:.2f} {}", v, units[u]);
+  return scaled(flops, 1000, {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"});
 }
 
 Expected<SplitReport> make_split_report(std::string op, std::string attrs,

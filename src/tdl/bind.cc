@@ -383,7 +383,7 @@ class Binder {
       out.deps |= index_deps(b);
       out.indices.push_back(std::move(b));
     }
-    access_columns_.push_back(e.column);
+    out.column = e.column;
     return out;
   }
 
@@ -535,10 +535,9 @@ class Binder {
   }
 
   Status infer_extents() {
-    for (std::size_t a = 0; a < access_order_.size(); ++a) {
-      auto const& in = op_->inputs_[access_order_[a]->input];
-      CLEAVE_CHECK_OK(note_extents_in(access_order_[a]->indices, in.name, in.type.shape,
-                                      access_columns_[a]));
+    for (auto const* access : access_order_) {
+      auto const& in = op_->inputs_[access->input];
+      CLEAVE_CHECK_OK(note_extents_in(access->indices, in.name, in.type.shape, access->column));
     }
     if (ctx_.output) {
       if (ctx_.output->shape.size() != op_->output_indices_.size())
@@ -663,7 +662,6 @@ class Binder {
   std::vector<bool> explicit_extent_;
   std::vector<int> output_var_columns_;
   std::vector<BoundExpr const*> access_order_;
-  std::vector<int> access_columns_;
 };
 
 Expected<std::shared_ptr<BoundOp const>> bind(Statement const& statement,

@@ -66,6 +66,7 @@ struct BoundExpr {
   std::vector<BoundIndex> indices;  // access
   std::vector<BoundExpr> args;
   std::uint64_t deps = 0;  // bit per slot this node's value depends on (free variables)
+  int column = 0;          // in the statement, for messages
 };
 
 struct BoundInput {

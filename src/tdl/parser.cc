@@ -239,62 +239,39 @@ class Parser {
   }
 
   // ---- value expressions ----
+  // Parses `operand (OP operand)*` for the operators in `ops`, left-associative; with `once`, at
+  // most one operator (comparisons do not chain).
+  template <typename Operand>
+  bool parse_left_assoc(Expr& out, std::initializer_list<std::string_view> ops, Operand operand,
+                        bool once = false) {
+    if (!(this->*operand)(out)) return false;
+    auto at_op = [&] {
+      return std::any_of(ops.begin(), ops.end(), [&](std::string_view op) { return peek_is(op); });
+    };
+    while (at_op()) {
+      Expr e;
+      e.kind = Expr::Kind::binary;
+      e.name = peek().text;
+      e.column = peek().column;
+      next();
+      Expr rhs;
+      if (!(this->*operand)(rhs)) return false;
+      e.args.push_back(std::move(out));
+      e.args.push_back(std::move(rhs));
+      out = std::move(e);
+      if (once) break;
+    }
+    return true;
+  }
+
   bool parse_expr(Expr& out) {
-    Expr lhs;
-    if (!parse_additive(lhs)) return false;
-    static constexpr std::string_view cmps[] = {"<", "<=", ">", ">=", "==", "!="};
-    for (auto c : cmps) {
-      if (peek_is(c)) {
-        Expr e;
-        e.kind = Expr::Kind::binary;
-        e.name = std::string(c);
-        e.column = peek().column;
-        next();
-        Expr rhs;
-        if (!parse_additive(rhs)) return false;
-        e.args.push_back(std::move(lhs));
-        e.args.push_back(std::move(rhs));
-        out = std::move(e);
-        return true;
-      }
-    }
-    out = std::move(lhs);
-    return true;
+    return parse_left_assoc(out, {"<", "<=", ">", ">=", "==", "!="}, &Parser::parse_additive,
+                            /*once=*/true);
   }
-
   bool parse_additive(Expr& out) {
-    if (!parse_term(out)) return false;
-    while (peek_is("+") || peek_is("-")) {
-      Expr e;
-      e.kind = Expr::Kind::binary;
-      e.name = peek().text;
-      e.column = peek().column;
-      next();
-      Expr rhs;
-      if (!parse_term(rhs)) return false;
-      e.args.push_back(std::move(out));
-      e.args.push_back(std::move(rhs));
-      out = std::move(e);
-    }
-    return true;
+    return parse_left_assoc(out, {"+", "-"}, &Parser::parse_term);
   }
-
-  bool parse_term(Expr& out) {
-    if (!parse_unary(out)) return false;
-    while (peek_is("*") || peek_is("/")) {
-      Expr e;
-      e.kind = Expr::Kind::binary;
-      e.name = peek().text;
-      e.column = peek().column;
-      next();
-      Expr rhs;
-      if (!parse_unary(rhs)) return false;
-      e.args.push_back(std::move(out));
-      e.args.push_back(std::move(rhs));
-      out = std::move(e);
-    }
-    return true;
-  }
+  bool parse_term(Expr& out) { return parse_left_assoc(out, {"*", "/"}, &Parser::parse_unary); }
 
   bool parse_unary(Expr& out) {
     if (peek_is("-")) {

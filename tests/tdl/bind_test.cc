@@ -165,3 +165,22 @@ TEST(Bind, OpaqueOpsSplitOnlyWhereListed) {
 
 }  // namespace
 }  // namespace cleave::tdl
+
+namespace cleave::tdl {
+namespace {
+
+TEST(Bind, DeclaredOutputExtent) {
+  BindContext ctx;
+  ctx.inputs = {{"X", testing::f32({2, 9})}};
+  ctx.params = {{"OH", 5}};
+  auto op = testing::must_bind("Y[n, y:OH] = X[n, y*2]", ctx);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->output_type(), testing::f32({2, 5}));
+  ctx.params = {{"OH", 0}};
+  auto bad = testing::try_bind("Y[n, y:OH] = X[n, y*2]", ctx);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("must be a positive constant"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cleave::tdl

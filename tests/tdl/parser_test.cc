@@ -99,3 +99,28 @@ TEST(Parser, ErrorsPointAtTheColumnAndSayWhatWasExpected) {
 
 }  // namespace
 }  // namespace cleave::tdl
+
+namespace cleave::tdl {
+namespace {
+
+TEST(Parser, OutputExtentDeclarations) {
+  auto st = parse_statement("Y[n, y:OH] = X[n, y*2]");
+  ASSERT_TRUE(st.has_value()) << st.error().to_string();
+  ASSERT_EQ(st->output.extents.size(), 2u);
+  EXPECT_FALSE(st->output.extents[0].has_value());
+  ASSERT_TRUE(st->output.extents[1].has_value());
+  EXPECT_EQ(st->output.extents[1]->name, "OH");
+  auto bad = parse_statement("Y[2*y:4] = X[y]");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("only a plain variable can declare an extent"),
+            std::string::npos);
+}
+
+TEST(Parser, TensorsReadInOrderOfFirstAppearance) {
+  auto st = parse_statement("L[] = sum(b) X[b, T[b]] * W[b] + X[b, 0]");
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(tensors_read(*st), (std::vector<std::string>{"X", "T", "W"}));
+}
+
+}  // namespace
+}  // namespace cleave::tdl
