@@ -3,12 +3,11 @@
 // resident memory. Target: all of it under 10 s and 4 GiB on a 2-core machine.
 //
 //   graph_scale [--ops N] [--markdown]
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <sys/resource.h>
 
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
@@ -34,8 +33,7 @@ double peak_rss_gib() {
   std::exit(1);
 }
 
-template <typename T>
-T must(Expected<T> v) {
+template <typename T> T must(Expected<T> v) {
   if (!v) die(v.error());
   return std::move(v).value();
 }
@@ -97,8 +95,8 @@ int main(int argc, char** argv) {
                 "total | peak RSS | round trip exact |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
     std::printf("| %zu | %zu | %.1f MiB | %.2f s | %.2f s | %.2f s | %.2f s | %.2f GiB | %s |\n",
-                g.num_ops(), g.num_tensors(), static_cast<double>(text.size()) / (1 << 20),
-                t_build, t_write, t_read, total, rss, same ? "yes" : "NO");
+                g.num_ops(), g.num_tensors(), static_cast<double>(text.size()) / (1 << 20), t_build,
+                t_write, t_read, total, rss, same ? "yes" : "NO");
   } else {
     std::printf("ops                 %zu\n", g.num_ops());
     std::printf("tensors             %zu\n", g.num_tensors());

@@ -9,8 +9,8 @@ Expected<std::pair<std::string, std::string>> split_assignment(std::string_view 
                                                                std::string_view what) {
   auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0)
-    return Error(ErrorCode::invalid_argument, std::string(what) + " '" + std::string(text) +
-                                                  "' must look like NAME=VALUE");
+    return Error(ErrorCode::invalid_argument,
+                 std::string(what) + " '" + std::string(text) + "' must look like NAME=VALUE");
   return std::pair{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
 

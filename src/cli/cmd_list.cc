@@ -1,8 +1,7 @@
 // `cleave ops` (the op types and their attributes) and `cleave check-graph` (load and verify a
 // cleave.graph/1 file).
-#include <fmt/format.h>
-
 #include <cstdio>
+#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -67,7 +66,8 @@ int run_check_graph(ops::OpRegistry const& registry, CheckGraphCommand const& cm
   if (!graph) return report(graph.error());
   std::map<std::string, std::int64_t> by_type;
   std::map<std::string, std::int64_t> bytes_by_role;
-  for (auto const& op : graph->ops()) ++by_type[op.type];
+  for (auto const& op : graph->ops())
+    ++by_type[op.type];
   for (auto const& t : graph->tensors())
     bytes_by_role[std::string(ir::role_name(t.role))] +=
         ir::num_elements(t.type.shape) * ir::dtype_bytes(t.type.dtype);
@@ -84,7 +84,10 @@ int run_check_graph(ops::OpRegistry const& registry, CheckGraphCommand const& cm
   }
   std::printf("%s: ok, %zu ops, %zu tensors\n", cmd.path.c_str(), graph->num_ops(),
               graph->num_tensors());
-  for (auto const& [type, n] : by_type) std::printf("  %-16s %lld ops\n", type.c_str(), static_cast<long long>(n));
+  std::printf("ops by type:\n");
+  for (auto const& [type, n] : by_type)
+    std::printf("  %-16s %lld\n", type.c_str(), static_cast<long long>(n));
+  std::printf("tensor bytes by role:\n");
   for (auto const& [role, bytes] : bytes_by_role)
     std::printf("  %-16s %s\n", role.c_str(), ops::format_bytes(bytes).c_str());
   return 0;

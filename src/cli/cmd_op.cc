@@ -24,11 +24,13 @@ Expected<TypeMap> given_types(OpCommand const& cmd) {
     CLEAVE_TRY(auto kv, split_assignment(s, "--dtype"));
     auto it = types.find(kv.first);
     if (it == types.end())
-      return Error(ErrorCode::invalid_argument,
-                   "--dtype " + kv.first + ": give its shape too, with --shape " + kv.first + "=DIMS");
+      return Error(ErrorCode::invalid_argument, "--dtype " + kv.first +
+                                                    ": give its shape too, with --shape " +
+                                                    kv.first + "=DIMS");
     auto dtype = ir::parse_dtype(kv.second);
     if (!dtype)
-      return Error(ErrorCode::invalid_argument, "--dtype " + s + ": use fp32, fp16, bf16, int32 or int64");
+      return Error(ErrorCode::invalid_argument,
+                   "--dtype " + s + ": use fp32, fp16, bf16, int32 or int64");
     it->second.dtype = *dtype;
   }
   return types;
@@ -36,7 +38,8 @@ Expected<TypeMap> given_types(OpCommand const& cmd) {
 
 std::string list(std::vector<std::string> const& names) {
   std::string out;
-  for (auto const& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (auto const& n : names)
+    out += (out.empty() ? "" : ", ") + n;
   return out.empty() ? "none" : out;
 }
 
@@ -45,21 +48,20 @@ Status check_no_extra(TypeMap const& given, std::vector<std::string> const& name
                       std::string const& also) {
   for (auto const& [name, type] : given) {
     if (name == also || std::find(names.begin(), names.end(), name) != names.end()) continue;
-    return Error(ErrorCode::invalid_argument,
-                 "--shape " + name + ": the op has no input " + name + " (inputs: " + list(names) + ")");
+    return Error(ErrorCode::invalid_argument, "--shape " + name + ": the op has no input " + name +
+                                                  " (inputs: " + list(names) + ")");
   }
   return Status::ok();
 }
 
-Expected<std::vector<ir::TensorType>> ordered(TypeMap const& given,
-                                              std::vector<std::string> const& names,
-                                              std::string const& op) {
+Expected<std::vector<ir::TensorType>>
+ordered(TypeMap const& given, std::vector<std::string> const& names, std::string const& op) {
   std::vector<ir::TensorType> out;
   for (auto const& n : names) {
     auto it = given.find(n);
     if (it == given.end())
-      return Error(ErrorCode::invalid_argument, op + " needs --shape " + n + "=DIMS (its inputs: " +
-                                                    list(names) + ")");
+      return Error(ErrorCode::invalid_argument,
+                   op + " needs --shape " + n + "=DIMS (its inputs: " + list(names) + ")");
     out.push_back(it->second);
   }
   return out;
@@ -72,7 +74,8 @@ Expected<ops::SplitReport> tdl_report(OpCommand const& cmd, TypeMap const& given
   CLEAVE_CHECK_OK(check_no_extra(given, names, st.output.name));
   CLEAVE_TRY(auto types, ordered(given, names, "the statement"));
   tdl::BindContext ctx;
-  for (std::size_t i = 0; i < names.size(); ++i) ctx.inputs.emplace_back(names[i], types[i]);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    ctx.inputs.emplace_back(names[i], types[i]);
   if (auto it = given.find(st.output.name); it != given.end()) ctx.output = it->second;
   for (auto const& [key, value] : attrs.items()) {
     if (auto const* i = std::get_if<std::int64_t>(&value)) {
@@ -93,14 +96,16 @@ Expected<ops::SplitReport> registered_report(ops::OpRegistry const& registry, Op
   ops::OpSchema const* schema = registry.find(cmd.spec);
   if (!schema) {
     return Error(ErrorCode::not_found,
-                 "unknown op '" + cmd.spec + "': give a built-in op name (`cleave ops` lists them) "
-                 "or a TDL statement such as \"Y[i,j] = sum(k) A[i,k] * B[k,j]\"");
+                 "unknown op '" + cmd.spec +
+                     "': give a built-in op name (`cleave ops` lists them) "
+                     "or a TDL statement such as \"Y[i,j] = sum(k) A[i,k] * B[k,j]\"");
   }
   std::vector<ir::TensorType> types;
   if (given.empty() && !schema->example_inputs.empty()) {
     types = schema->example_inputs;
     ir::Attrs merged = schema->example_attrs;
-    for (auto const& [key, value] : attrs.items()) merged.set(key, value);
+    for (auto const& [key, value] : attrs.items())
+      merged.set(key, value);
     attrs = std::move(merged);
   } else {
     CLEAVE_TRY(std::vector<std::string> names, registry.input_names(*schema));
@@ -128,7 +133,8 @@ int run_op(ops::OpRegistry const& registry, OpCommand const& cmd) {
     attrs.set(kv->first, parse_attr_value(kv->second));
   }
   bool is_tdl = cmd.spec.find('=') != std::string::npos;
-  auto r = is_tdl ? tdl_report(cmd, *given, attrs) : registered_report(registry, cmd, *given, attrs);
+  auto r =
+      is_tdl ? tdl_report(cmd, *given, attrs) : registered_report(registry, cmd, *given, attrs);
   if (!r) return report(r.error());
   std::string text = cmd.json ? ops::to_json(*r) : ops::to_text(*r);
   std::fwrite(text.data(), 1, text.size(), stdout);

@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
                  "a built-in or custom op name (`cleave ops`), or a TDL statement such as "
                  "\"Y[i,j] = sum(k) A[i,k] * B[k,j]\"")
       ->required();
-  op->add_option("--shape", op_cmd.shapes, "NAME=DIMS, e.g. A=64x32 (built-in ops without any "
-                                           "--shape use example shapes)");
+  op->add_option("--shape", op_cmd.shapes,
+                 "NAME=DIMS, e.g. A=64x32 (built-in ops without any "
+                 "--shape use example shapes)");
   op->add_option("--dtype", op_cmd.dtypes, "NAME=DTYPE (fp32 default; fp16, bf16, int32, int64)");
   op->add_option("--attr", op_cmd.attrs, "KEY=VALUE, e.g. stride=2,2 or alpha=0.5");
   op->add_flag("--json", op_cmd.json, "print cleave.op-report/1 JSON");

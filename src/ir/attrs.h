@@ -27,7 +27,8 @@ class Attrs {
   std::int64_t get_int(std::string_view name, std::int64_t fallback) const;
   double get_float(std::string_view name, double fallback) const;  // accepts ints too
   std::string get_string(std::string_view name, std::string fallback) const;
-  std::vector<std::int64_t> get_ints(std::string_view name, std::vector<std::int64_t> fallback) const;
+  std::vector<std::int64_t> get_ints(std::string_view name,
+                                     std::vector<std::int64_t> fallback) const;
 
   // Sorted by name.
   std::vector<std::pair<std::string, AttrValue>> const& items() const { return items_; }

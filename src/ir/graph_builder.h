@@ -3,10 +3,10 @@
 #pragma once
 
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/name_index.h"
 
 namespace cleave::ir {
 
@@ -40,12 +40,16 @@ class GraphBuilder {
   Expected<Graph> finish();
 
  private:
+  // add_op and add_op1; with `single_output`, an op with another number of outputs is an error.
+  Expected<std::vector<TensorId>> add_op(OpSpec spec, bool single_output);
+
   ShapeInference const* semantics_;
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
-  // Names in use, to reject duplicates early with a message naming the op being added.
-  std::unordered_set<std::string> tensor_names_;
-  std::unordered_set<std::string> op_names_;
+  // Names in use (ids into tensors_ and ops_), to reject duplicates early with a message naming
+  // the op being added.
+  detail::NameIndex tensor_names_;
+  detail::NameIndex op_names_;
 };
 
 }  // namespace cleave::ir

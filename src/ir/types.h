@@ -36,7 +36,8 @@ bool is_valid_shape(Shape const& shape);
 std::int64_t num_elements(Shape const& shape);
 // "64x32"; "scalar" for rank 0.
 std::string shape_to_string(Shape const& shape);
-// Parses "64x32" (also "64,32"); "scalar" or "" gives rank 0. Dimensions must be >= 1.
+// Parses "64x32" (also "64,32", spaces around dimensions allowed); "scalar" or "" gives rank 0.
+// Dimensions must be >= 1 and the element count must fit in int64; errors quote the text.
 Expected<Shape> parse_shape(std::string_view text);
 
 struct TensorType {

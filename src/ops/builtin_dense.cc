@@ -11,7 +11,8 @@ using namespace detail;
 
 std::string join_vars(std::vector<std::string> const& v, std::string const& extra) {
   std::string out;
-  for (auto const& s : v) out += s + ",";
+  for (auto const& s : v)
+    out += s + ",";
   return out + extra;
 }
 
@@ -27,9 +28,10 @@ Expected<OpInstance> batch_matmul(ir::Attrs const& a, std::span<ir::TensorType c
   CLEAVE_CHECK_OK(expect_rank("batch_matmul", "A", in[0], 3, 10));
   std::size_t batch = in[0].shape.size() - 2;
   if (in[1].shape.size() != 2 && in[1].shape.size() != batch + 2)
-    return shape_error("batch_matmul", "B must have rank 2 (shared by every batch) or the rank of A (" +
-                                           std::to_string(batch + 2) + "), got " +
-                                           ir::shape_to_string(in[1].shape));
+    return shape_error("batch_matmul",
+                       "B must have rank 2 (shared by every batch) or the rank of A (" +
+                           std::to_string(batch + 2) + "), got " +
+                           ir::shape_to_string(in[1].shape));
   auto b = dim_vars(batch, "b");
   std::string ai = a.get_int("transpose_a", 0) ? "k,i" : "i,k";
   std::string bi = a.get_int("transpose_b", 0) ? "j,k" : "k,j";
@@ -52,7 +54,8 @@ struct Window {
   std::int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
 };
 
-Expected<Window> window(std::string const& op, ir::Attrs const& a, std::int64_t kh, std::int64_t kw) {
+Expected<Window> window(std::string const& op, ir::Attrs const& a, std::int64_t kh,
+                        std::int64_t kw) {
   Window w{kh, kw, 1, 1, 1, 1, 0, 0, 0, 0};
   auto stride = a.get_ints("stride", {});
   if (stride.empty()) stride = {kh, kw};  // pooling: stride defaults to the kernel
@@ -96,7 +99,8 @@ Expected<std::pair<std::int64_t, std::int64_t>> out_hw(std::string const& op, Wi
   return std::pair{oh, ow};
 }
 
-std::string window_index(char const* v, char const* k, char const* s, char const* d, char const* p) {
+std::string window_index(char const* v, char const* k, char const* s, char const* d,
+                         char const* p) {
   return std::string(v) + "*" + s + "+" + k + "*" + d + "-" + p;
 }
 
@@ -117,8 +121,8 @@ Expected<OpInstance> conv2d(ir::Attrs const& a, std::span<ir::TensorType const> 
   if (k[1] != x[1] / groups)
     return shape_error("conv2d", "W " + ir::shape_to_string(k) + " has " + std::to_string(k[1]) +
                                      " input channels per group but X " + ir::shape_to_string(x) +
-                                     " gives " + std::to_string(x[1] / groups) + " (groups=" +
-                                     std::to_string(groups) + ")");
+                                     " gives " + std::to_string(x[1] / groups) +
+                                     " (groups=" + std::to_string(groups) + ")");
   CLEAVE_TRY(Window w, window("conv2d", a, k[2], k[3]));
   CLEAVE_TRY(auto hw, out_hw("conv2d", w, x[2], x[3], false));
   std::string yi = window_index("y", "dy", "sh", "dh", "pt");
@@ -200,8 +204,9 @@ std::vector<AttrSpec> pool_attrs(bool is_max) {
   if (is_max) {
     attrs.push_back(ints_attr("dilation", {1, 1}, "(h, w)"));
   } else {
-    attrs.push_back(int_attr("count_include_pad", 1, "1: divide by the full window (PyTorch's "
-                                                     "default); 0: by its part inside the input"));
+    attrs.push_back(int_attr("count_include_pad", 1,
+                             "1: divide by the full window (PyTorch's "
+                             "default); 0: by its part inside the input"));
   }
   return attrs;
 }
@@ -210,39 +215,88 @@ std::vector<AttrSpec> pool_attrs(bool is_max) {
 
 void add_dense_ops(OpRegistry& r) {
   auto must = [](Status s) { CLEAVE_ASSERT(s.is_ok(), "duplicate built-in op"); };
-  must(r.add({"matmul", "Y = A @ B (2-D)", transpose_attrs(), false, 2, 2,
-              {f32({64, 32}), f32({32, 16})}, {}, matmul}));
-  must(r.add({"batch_matmul", "Y[b..] = A[b..] @ B[b..] (B may be 2-D, shared)", transpose_attrs(),
-              false, 2, 2, {f32({4, 16, 32}), f32({4, 32, 8})}, {}, batch_matmul}));
-  must(r.add({"linear", "Y[..,o] = sum(i) X[..,i] * W[o,i] (bias: a separate add)", {}, false, 2,
-              2, {f32({8, 64}), f32({32, 64})}, {}, linear}));
-  must(r.add({"conv2d", "2-D convolution, NCHW, weights [CO, CI/groups, KH, KW]",
+  must(r.add({"matmul",
+              "Y = A @ B (2-D)",
+              transpose_attrs(),
+              false,
+              2,
+              2,
+              {f32({64, 32}), f32({32, 16})},
+              {},
+              matmul}));
+  must(r.add({"batch_matmul",
+              "Y[b..] = A[b..] @ B[b..] (B may be 2-D, shared)",
+              transpose_attrs(),
+              false,
+              2,
+              2,
+              {f32({4, 16, 32}), f32({4, 32, 8})},
+              {},
+              batch_matmul}));
+  must(r.add({"linear",
+              "Y[..,o] = sum(i) X[..,i] * W[o,i] (bias: a separate add)",
+              {},
+              false,
+              2,
+              2,
+              {f32({8, 64}), f32({32, 64})},
+              {},
+              linear}));
+  must(r.add({"conv2d",
+              "2-D convolution, NCHW, weights [CO, CI/groups, KH, KW]",
               {ints_attr("stride", {1, 1}, "(h, w)"),
                ints_attr("padding", {0, 0}, "(h, w) or (top, left, bottom, right)"),
                ints_attr("dilation", {1, 1}, "(h, w)"), int_attr("groups", 1, "channel groups")},
-              false, 2, 2, {f32({8, 3, 32, 32}), f32({16, 3, 3, 3})},
+              false,
+              2,
+              2,
+              {f32({8, 3, 32, 32}), f32({16, 3, 3, 3})},
               ir::Attrs{{"stride", std::vector<std::int64_t>{2, 2}},
                         {"padding", std::vector<std::int64_t>{1, 1}}},
               conv2d}));
-  must(r.add({"max_pool2d", "max pooling, NCHW (padding reads -inf)", pool_attrs(true), false, 1, 1,
-              {f32({8, 16, 32, 32})}, ir::Attrs{{"kernel", std::vector<std::int64_t>{3, 3}},
-                                                {"stride", std::vector<std::int64_t>{2, 2}},
-                                                {"padding", std::vector<std::int64_t>{1, 1}}},
+  must(r.add({"max_pool2d",
+              "max pooling, NCHW (padding reads -inf)",
+              pool_attrs(true),
+              false,
+              1,
+              1,
+              {f32({8, 16, 32, 32})},
+              ir::Attrs{{"kernel", std::vector<std::int64_t>{3, 3}},
+                        {"stride", std::vector<std::int64_t>{2, 2}},
+                        {"padding", std::vector<std::int64_t>{1, 1}}},
               [](ir::Attrs const& a, std::span<ir::TensorType const> in) {
                 return pool2d("max_pool2d", true, a, in);
               }}));
-  must(r.add({"avg_pool2d", "average pooling, NCHW", pool_attrs(false), false, 1, 1,
-              {f32({8, 16, 32, 32})}, ir::Attrs{{"kernel", std::vector<std::int64_t>{2, 2}}},
+  must(r.add({"avg_pool2d",
+              "average pooling, NCHW",
+              pool_attrs(false),
+              false,
+              1,
+              1,
+              {f32({8, 16, 32, 32})},
+              ir::Attrs{{"kernel", std::vector<std::int64_t>{2, 2}}},
               [](ir::Attrs const& a, std::span<ir::TensorType const> in) {
                 return pool2d("avg_pool2d", false, a, in);
               }}));
-  must(r.add({"global_avg_pool", "mean over H, W; output [N, C, 1, 1]", {}, false, 1, 1,
-              {f32({8, 64, 7, 7})}, {},
+  must(r.add({"global_avg_pool",
+              "mean over H, W; output [N, C, 1, 1]",
+              {},
+              false,
+              1,
+              1,
+              {f32({8, 64, 7, 7})},
+              {},
               [](ir::Attrs const&, std::span<ir::TensorType const> in) {
                 return global_pool(false, in);
               }}));
-  must(r.add({"global_max_pool", "max over H, W; output [N, C, 1, 1]", {}, false, 1, 1,
-              {f32({8, 64, 7, 7})}, {},
+  must(r.add({"global_max_pool",
+              "max over H, W; output [N, C, 1, 1]",
+              {},
+              false,
+              1,
+              1,
+              {f32({8, 64, 7, 7})},
+              {},
               [](ir::Attrs const&, std::span<ir::TensorType const> in) {
                 return global_pool(true, in);
               }}));

@@ -12,7 +12,8 @@ OpInstance unary(std::string const& body, ir::TensorType const& x, tdl::Params p
   auto d = dim_vars(x.shape.size());
   std::string read = ref("X", d);
   std::string expr;
-  for (char c : body) expr += c == '@' ? read : std::string(1, c);
+  for (char c : body)
+    expr += c == '@' ? read : std::string(1, c);
   return instance(ref("Y", d) + " = " + expr, {"X"}, std::move(params));
 }
 
@@ -21,9 +22,6 @@ Expected<OpInstance> broadcast_binary(std::string const& op, char sym,
                                       std::span<ir::TensorType const> in) {
   auto const& a = in[0].shape;
   auto const& b = in[1].shape;
-  if (in[0].dtype != in[1].dtype)
-    return shape_error(op, "A is " + ir::type_to_string(in[0]) + " but B is " +
-                               ir::type_to_string(in[1]) + "; insert a cast");
   std::size_t rank = std::max(a.size(), b.size());
   auto d = dim_vars(rank);
   ir::Shape out(rank);
@@ -39,11 +37,11 @@ Expected<OpInstance> broadcast_binary(std::string const& op, char sym,
     std::int64_t da = od + a.size() >= rank ? a[od + a.size() - rank] : 1;
     std::int64_t db = od + b.size() >= rank ? b[od + b.size() - rank] : 1;
     if (da != db && da != 1 && db != 1)
-      return shape_error(op, "cannot broadcast A " + ir::shape_to_string(a) + " with B " +
-                                 ir::shape_to_string(b) + ": dimension " +
-                                 std::to_string(static_cast<std::int64_t>(od) -
-                                                static_cast<std::int64_t>(rank)) +
-                                 " is " + std::to_string(da) + " vs " + std::to_string(db));
+      return shape_error(
+          op, "cannot broadcast A " + ir::shape_to_string(a) + " with B " + ir::shape_to_string(b) +
+                  ": dimension " +
+                  std::to_string(static_cast<std::int64_t>(od) - static_cast<std::int64_t>(rank)) +
+                  " is " + std::to_string(da) + " vs " + std::to_string(db));
     out[od] = std::max(da, db);
   }
   OpInstance inst = instance(ref("Y", d) + " = " + ref("A", index_of(a)) + " " + sym + " " +
@@ -88,15 +86,28 @@ Expected<OpInstance> dropout(ir::Attrs const& a, std::span<ir::TensorType const>
 }
 
 OpSchema unary_schema(std::string name, std::string summary, std::string body) {
-  return {name, std::move(summary), {}, false, 1, 1, {f32({8, 64})}, {},
+  return {name,
+          std::move(summary),
+          {},
+          false,
+          1,
+          1,
+          {f32({8, 64})},
+          {},
           [body](ir::Attrs const&, std::span<ir::TensorType const> in) -> Expected<OpInstance> {
             return unary(body, in[0]);
           }};
 }
 
 OpSchema binary_schema(std::string name, char sym) {
-  return {name, std::string("Y = A ") + sym + " B with NumPy broadcasting", {}, false, 2, 2,
-          {f32({8, 16, 32}), f32({32})}, {},
+  return {name,
+          std::string("Y = A ") + sym + " B with NumPy broadcasting",
+          {},
+          false,
+          2,
+          2,
+          {f32({8, 16, 32}), f32({32})},
+          {},
           [name, sym](ir::Attrs const&, std::span<ir::TensorType const> in) {
             return broadcast_binary(name, sym, in);
           }};
@@ -109,24 +120,48 @@ void add_elementwise_ops(OpRegistry& r) {
   must(r.add(unary_schema("relu", "Y = max(X, 0)", "relu(@)")));
   must(r.add(unary_schema("tanh", "Y = tanh(X)", "tanh(@)")));
   must(r.add(unary_schema("sigmoid", "Y = 1 / (1 + exp(-X))", "sigmoid(@)")));
-  must(r.add({"gelu", "Y = X * Phi(X) (erf form, or its tanh approximation)",
-              {string_attr("approximate", "none", "\"none\" (erf) or \"tanh\"")}, false, 1, 1,
-              {f32({8, 64})}, {}, gelu}));
+  must(r.add({"gelu",
+              "Y = X * Phi(X) (erf form, or its tanh approximation)",
+              {string_attr("approximate", "none", "\"none\" (erf) or \"tanh\"")},
+              false,
+              1,
+              1,
+              {f32({8, 64})},
+              {},
+              gelu}));
   must(r.add(binary_schema("add", '+')));
   must(r.add(binary_schema("sub", '-')));
   must(r.add(binary_schema("mul", '*')));
   must(r.add(binary_schema("div", '/')));
-  must(r.add({"scale", "Y = X * alpha", {real_attr("alpha", 1.0, "the factor")}, false, 1, 1,
-              {f32({8, 64})}, ir::Attrs{{"alpha", 0.125}},
+  must(r.add({"scale",
+              "Y = X * alpha",
+              {real_attr("alpha", 1.0, "the factor")},
+              false,
+              1,
+              1,
+              {f32({8, 64})},
+              ir::Attrs{{"alpha", 0.125}},
               [](ir::Attrs const& a, std::span<ir::TensorType const> in) -> Expected<OpInstance> {
                 return unary("@ * alpha", in[0], {{"alpha", a.get_float("alpha", 1.0)}});
               }}));
-  must(r.add({"cast", "Y = X converted to dtype",
+  must(r.add({"cast",
+              "Y = X converted to dtype",
               {{"dtype", AttrKind::string, std::nullopt, "fp32, fp16, bf16, int32 or int64"}},
-              false, 1, 1, {f32({8, 64})}, ir::Attrs{{"dtype", std::string("bf16")}}, cast}));
-  must(r.add({"dropout", "Y = X * M / (1 - p); M is the seeded 0/1 mask, an input",
-              {real_attr("p", 0.5, "drop probability")}, false, 2, 2,
-              {f32({8, 64}), f32({8, 64})}, {}, dropout}));
+              false,
+              1,
+              1,
+              {f32({8, 64})},
+              ir::Attrs{{"dtype", std::string("bf16")}},
+              cast}));
+  must(r.add({"dropout",
+              "Y = X * M / (1 - p); M is the seeded 0/1 mask, an input",
+              {real_attr("p", 0.5, "drop probability")},
+              false,
+              2,
+              2,
+              {f32({8, 64}), f32({8, 64})},
+              {},
+              dropout}));
 }
 
 }  // namespace cleave::ops

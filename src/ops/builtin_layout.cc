@@ -63,7 +63,8 @@ Expected<OpInstance> slice(ir::Attrs const& a, std::span<ir::TensorType const> i
   for (std::size_t k = 0; k < starts.size(); ++k) {
     CLEAVE_TRY(std::size_t ax, normalize_axis("slice", axes[k], x.size()));
     if (steps[k] < 1)
-      return Error(ErrorCode::unsupported, "slice: steps must be >= 1, got " + std::to_string(steps[k]));
+      return Error(ErrorCode::unsupported,
+                   "slice: steps must be >= 1, got " + std::to_string(steps[k]));
     auto clamp = [&](std::int64_t v) {
       if (v < 0) v += x[ax];
       return std::clamp<std::int64_t>(v, 0, x[ax]);
@@ -85,7 +86,8 @@ Expected<OpInstance> slice(ir::Attrs const& a, std::span<ir::TensorType const> i
 Expected<OpInstance> transpose(ir::Attrs const& a, std::span<ir::TensorType const> in) {
   std::size_t rank = in[0].shape.size();
   std::vector<std::int64_t> rev(rank);
-  for (std::size_t i = 0; i < rank; ++i) rev[i] = static_cast<std::int64_t>(rank - 1 - i);
+  for (std::size_t i = 0; i < rank; ++i)
+    rev[i] = static_cast<std::int64_t>(rank - 1 - i);
   auto perm = a.get_ints("perm", rev);
   std::vector<bool> seen(rank, false);
   bool ok = perm.size() == rank;
@@ -98,7 +100,8 @@ Expected<OpInstance> transpose(ir::Attrs const& a, std::span<ir::TensorType cons
                  "transpose: perm must be a permutation of 0.." + std::to_string(rank - 1));
   auto d = dim_vars(rank);
   std::vector<std::string> out;
-  for (auto p : perm) out.push_back(d[static_cast<std::size_t>(p)]);
+  for (auto p : perm)
+    out.push_back(d[static_cast<std::size_t>(p)]);
   return instance(ref("Y", out) + " = " + ref("X", d), {"X"});
 }
 
@@ -118,7 +121,8 @@ Expected<OpInstance> reshape(ir::Attrs const& a, std::span<ir::TensorType const>
     } else if (want[k] == 0 && k < x.size()) {
       out.push_back(x[k]);  // ONNX: 0 copies the input dimension
     } else if (want[k] < 1) {
-      return Error(ErrorCode::invalid_argument, "reshape: bad dimension " + std::to_string(want[k]));
+      return Error(ErrorCode::invalid_argument,
+                   "reshape: bad dimension " + std::to_string(want[k]));
     } else {
       out.push_back(want[k]);
     }
@@ -177,8 +181,8 @@ Expected<OpInstance> reshape(ir::Attrs const& a, std::span<ir::TensorType const>
 Expected<OpInstance> embedding(ir::Attrs const&, std::span<ir::TensorType const> in) {
   CLEAVE_CHECK_OK(expect_rank("embedding", "W", in[0], 2, 2));
   if (ir::is_floating(in[1].dtype))
-    return shape_error("embedding", "indices I must be int32 or int64, got " +
-                                        ir::type_to_string(in[1]));
+    return shape_error("embedding",
+                       "indices I must be int32 or int64, got " + ir::type_to_string(in[1]));
   auto d = dim_vars(in[1].shape.size());
   auto out = d;
   out.push_back("h");
@@ -190,26 +194,55 @@ Expected<OpInstance> embedding(ir::Attrs const&, std::span<ir::TensorType const>
 void add_layout_ops(OpRegistry& r) {
   auto must = [](Status s) { CLEAVE_ASSERT(s.is_ok(), "duplicate built-in op"); };
   ir::TensorType ids{{8, 128}, ir::DType::int64};
-  must(r.add({"concat", "join X0, X1, ... along axis", {int_attr("axis", 0, "the joined axis")},
-              false, 1, -1, {f32({8, 16}), f32({8, 48})}, ir::Attrs{{"axis", std::int64_t{1}}},
+  must(r.add({"concat",
+              "join X0, X1, ... along axis",
+              {int_attr("axis", 0, "the joined axis")},
+              false,
+              1,
+              -1,
+              {f32({8, 16}), f32({8, 48})},
+              ir::Attrs{{"axis", std::int64_t{1}}},
               concat}));
-  must(r.add({"slice", "Y = X[start:end:step] on the given axes (ONNX Slice, positive steps)",
+  must(r.add({"slice",
+              "Y = X[start:end:step] on the given axes (ONNX Slice, positive steps)",
               {required_ints_attr("starts", "first index per axis (negative: from the end)"),
                required_ints_attr("ends", "end per axis, exclusive (clamped)"),
                ints_attr("axes", {}, "default: 0, 1, ..."), ints_attr("steps", {}, "default: 1")},
-              false, 1, 1, {f32({8, 64})},
+              false,
+              1,
+              1,
+              {f32({8, 64})},
               ir::Attrs{{"starts", std::vector<std::int64_t>{16}},
                         {"ends", std::vector<std::int64_t>{48}},
                         {"axes", std::vector<std::int64_t>{1}}},
               slice}));
-  must(r.add({"transpose", "permute dimensions: Y dim k = X dim perm[k]",
-              {ints_attr("perm", {}, "default: reverse")}, false, 1, 1, {f32({8, 16, 64})},
-              ir::Attrs{{"perm", std::vector<std::int64_t>{0, 2, 1}}}, transpose}));
-  must(r.add({"reshape", "same elements, new shape (-1 inferred, 0 copies)",
-              {required_ints_attr("shape", "the new shape")}, false, 1, 1, {f32({8, 16, 64})},
-              ir::Attrs{{"shape", std::vector<std::int64_t>{8, 16, 4, 16}}}, reshape}));
-  must(r.add({"embedding", "Y[.., h] = W[I[..], h] (gather rows of W)", {}, false, 2, 2,
-              {f32({1000, 64}), ids}, {}, embedding}));
+  must(r.add({"transpose",
+              "permute dimensions: Y dim k = X dim perm[k]",
+              {ints_attr("perm", {}, "default: reverse")},
+              false,
+              1,
+              1,
+              {f32({8, 16, 64})},
+              ir::Attrs{{"perm", std::vector<std::int64_t>{0, 2, 1}}},
+              transpose}));
+  must(r.add({"reshape",
+              "same elements, new shape (-1 inferred, 0 copies)",
+              {required_ints_attr("shape", "the new shape")},
+              false,
+              1,
+              1,
+              {f32({8, 16, 64})},
+              ir::Attrs{{"shape", std::vector<std::int64_t>{8, 16, 4, 16}}},
+              reshape}));
+  must(r.add({"embedding",
+              "Y[.., h] = W[I[..], h] (gather rows of W)",
+              {},
+              false,
+              2,
+              2,
+              {f32({1000, 64}), ids},
+              {},
+              embedding}));
 }
 
 }  // namespace cleave::ops

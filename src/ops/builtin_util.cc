@@ -4,13 +4,15 @@ namespace cleave::ops::detail {
 
 std::vector<std::string> dim_vars(std::size_t rank, std::string const& prefix) {
   std::vector<std::string> out;
-  for (std::size_t d = 0; d < rank; ++d) out.push_back(prefix + std::to_string(d));
+  for (std::size_t d = 0; d < rank; ++d)
+    out.push_back(prefix + std::to_string(d));
   return out;
 }
 
 std::string ref(std::string const& tensor, std::vector<std::string> const& indices) {
   std::string out = tensor + "[";
-  for (std::size_t i = 0; i < indices.size(); ++i) out += (i ? "," : "") + indices[i];
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    out += (i ? "," : "") + indices[i];
   return out + "]";
 }
 
@@ -43,7 +45,9 @@ AttrSpec string_attr(std::string name, std::string fallback, std::string doc) {
   return {std::move(name), AttrKind::string, ir::AttrValue(std::move(fallback)), std::move(doc)};
 }
 
-ir::TensorType f32(ir::Shape shape) { return {std::move(shape), ir::DType::fp32}; }
+ir::TensorType f32(ir::Shape shape) {
+  return {std::move(shape), ir::DType::fp32};
+}
 
 OpInstance instance(std::string tdl, std::vector<std::string> names, tdl::Params params) {
   OpInstance inst;
@@ -57,8 +61,9 @@ Status expect_rank(std::string const& op, std::string const& input, ir::TensorTy
                    std::size_t min_rank, std::size_t max_rank) {
   std::size_t r = t.shape.size();
   if (r >= min_rank && r <= max_rank) return Status::ok();
-  std::string want = min_rank == max_rank ? std::to_string(min_rank)
-                                          : std::to_string(min_rank) + ".." + std::to_string(max_rank);
+  std::string want = min_rank == max_rank
+                         ? std::to_string(min_rank)
+                         : std::to_string(min_rank) + ".." + std::to_string(max_rank);
   return shape_error(op, "input " + input + " must have rank " + want + ", got " +
                              ir::shape_to_string(t.shape) + " (rank " + std::to_string(r) + ")");
 }

@@ -31,34 +31,44 @@ namespace {
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 std::string trim(std::string_view s) {
   std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
   return std::string(s.substr(b, e - b));
 }
 
 char const* kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::integer: return "an integer";
-    case AttrKind::real: return "a number";
-    case AttrKind::string: return "a string";
-    case AttrKind::integers: return "a list of integers";
+  case AttrKind::integer:
+    return "an integer";
+  case AttrKind::real:
+    return "a number";
+  case AttrKind::string:
+    return "a string";
+  case AttrKind::integers:
+    return "a list of integers";
   }
   return "?";
 }
 
 bool kind_matches(AttrKind k, ir::AttrValue const& v) {
   switch (k) {
-    case AttrKind::integer: return std::holds_alternative<std::int64_t>(v);
-    case AttrKind::real:
-      return std::holds_alternative<double>(v) || std::holds_alternative<std::int64_t>(v);
-    case AttrKind::string: return std::holds_alternative<std::string>(v);
-    case AttrKind::integers: return std::holds_alternative<std::vector<std::int64_t>>(v);
+  case AttrKind::integer:
+    return std::holds_alternative<std::int64_t>(v);
+  case AttrKind::real:
+    return std::holds_alternative<double>(v) || std::holds_alternative<std::int64_t>(v);
+  case AttrKind::string:
+    return std::holds_alternative<std::string>(v);
+  case AttrKind::integers:
+    return std::holds_alternative<std::vector<std::int64_t>>(v);
   }
   return false;
 }
@@ -75,20 +85,25 @@ Status OpRegistry::add_tdl(std::string_view line) {
   auto open = text.find('(');
   auto colon = text.find("):");
   if (open == std::string::npos || colon == std::string::npos || colon < open)
-    return Error(ErrorCode::parse_error, "custom op '" + text + "' has no 'NAME(INPUTS):' header; " + usage_hint());
+    return Error(ErrorCode::parse_error,
+                 "custom op '" + text + "' has no 'NAME(INPUTS):' header; " + usage_hint());
   std::string name = trim(std::string_view(text).substr(0, open));
   if (!is_identifier(name))
-    return Error(ErrorCode::parse_error, "custom op name '" + name + "' is not an identifier; " + usage_hint());
+    return Error(ErrorCode::parse_error,
+                 "custom op name '" + name + "' is not an identifier; " + usage_hint());
   std::vector<std::string> inputs;
   std::string list = text.substr(open + 1, colon - open - 1);
   std::size_t start = 0;
   while (start <= list.size() && !trim(list).empty()) {
     auto comma = list.find(',', start);
-    std::string in = trim(std::string_view(list).substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    std::string in = trim(std::string_view(list).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start));
     if (!is_identifier(in))
-      return Error(ErrorCode::parse_error, "custom op '" + name + "': input name '" + in + "' is not an identifier; " + usage_hint());
+      return Error(ErrorCode::parse_error, "custom op '" + name + "': input name '" + in +
+                                               "' is not an identifier; " + usage_hint());
     if (std::find(inputs.begin(), inputs.end(), in) != inputs.end())
-      return Error(ErrorCode::parse_error, "custom op '" + name + "' lists input '" + in + "' twice");
+      return Error(ErrorCode::parse_error,
+                   "custom op '" + name + "' lists input '" + in + "' twice");
     inputs.push_back(in);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -103,11 +118,13 @@ Status OpRegistry::add_tdl(std::string_view line) {
   schema.attrs_are_params = true;
   schema.min_inputs = schema.max_inputs = static_cast<int>(inputs.size());
   schema.fixed_input_names = inputs;
-  schema.instantiate = [statement, inputs](ir::Attrs const& attrs,
-                                           std::span<ir::TensorType const>) -> Expected<OpInstance> {
+  schema.instantiate = [statement,
+                        inputs](ir::Attrs const& attrs,
+                                std::span<ir::TensorType const>) -> Expected<OpInstance> {
     OpInstance inst{statement, inputs, {}, {}, std::nullopt};
     for (auto const& [key, value] : attrs.items()) {
-      if (auto const* i = std::get_if<std::int64_t>(&value)) inst.params[key] = static_cast<double>(*i);
+      if (auto const* i = std::get_if<std::int64_t>(&value))
+        inst.params[key] = static_cast<double>(*i);
       if (auto const* d = std::get_if<double>(&value)) inst.params[key] = *d;
     }
     return inst;
@@ -125,7 +142,8 @@ Status OpRegistry::load_semantics_file(std::string const& path) {
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     if (!trim(line).empty()) {
       auto st = add_tdl(line);
-      if (!st) return std::move(st).error().with_context("in " + path + ":" + std::to_string(line_no));
+      if (!st)
+        return std::move(st).error().with_context("in " + path + ":" + std::to_string(line_no));
     }
     if (end == std::string::npos) break;
     pos = end + 1;
@@ -148,12 +166,14 @@ Expected<std::vector<std::string>> OpRegistry::input_names(OpSchema const& schem
 
 std::vector<std::string> OpRegistry::names() const {
   std::vector<std::string> out;
-  for (auto const& [name, schema] : schemas_) out.push_back(name);
+  for (auto const& [name, schema] : schemas_)
+    out.push_back(name);
   std::sort(out.begin(), out.end());
   return out;
 }
 
-Expected<ir::Attrs> OpRegistry::complete_attrs(OpSchema const& schema, ir::Attrs const& attrs) const {
+Expected<ir::Attrs> OpRegistry::complete_attrs(OpSchema const& schema,
+                                               ir::Attrs const& attrs) const {
   if (schema.attrs_are_params) {
     for (auto const& [key, value] : attrs.items()) {
       if (auto const* d = std::get_if<double>(&value); d && !std::isfinite(*d))
@@ -167,7 +187,8 @@ Expected<ir::Attrs> OpRegistry::complete_attrs(OpSchema const& schema, ir::Attrs
                              [&](AttrSpec const& s) { return s.name == key; });
     if (spec == schema.attrs.end()) {
       std::string known;
-      for (auto const& s : schema.attrs) known += (known.empty() ? "" : ", ") + s.name;
+      for (auto const& s : schema.attrs)
+        known += (known.empty() ? "" : ", ") + s.name;
       return Error(ErrorCode::invalid_argument,
                    "unknown attribute '" + key + "' for op type '" + schema.name +
                        "'; known attributes: " + (known.empty() ? "none" : known));
@@ -184,9 +205,8 @@ Expected<ir::Attrs> OpRegistry::complete_attrs(OpSchema const& schema, ir::Attrs
   for (auto const& spec : schema.attrs) {
     if (out.contains(spec.name)) continue;
     if (!spec.fallback)
-      return Error(ErrorCode::invalid_argument, "op type '" + schema.name +
-                                                    "' needs attribute '" + spec.name + "' (" +
-                                                    spec.doc + ")");
+      return Error(ErrorCode::invalid_argument, "op type '" + schema.name + "' needs attribute '" +
+                                                    spec.name + "' (" + spec.doc + ")");
     out.set(spec.name, *spec.fallback);
   }
   return out;
@@ -209,6 +229,17 @@ Expected<OpInstance> OpRegistry::instantiate(std::string_view type, ir::Attrs co
     return Error(ErrorCode::invalid_argument, "op type '" + schema->name + "' takes " + want +
                                                   " input(s), got " + std::to_string(n));
   }
+  // Mixed precision is explicit: floating-point inputs of one op share a dtype.
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    auto first = std::find_if(inputs.begin(), inputs.end(),
+                              [](auto const& t) { return ir::is_floating(t.dtype); });
+    if (ir::is_floating(inputs[i].dtype) && inputs[i].dtype != first->dtype)
+      return Error(ErrorCode::shape_mismatch,
+                   schema->name + ": floating-point inputs must share one dtype, but input " +
+                       std::to_string(first - inputs.begin()) + " is " +
+                       ir::type_to_string(*first) + " and input " + std::to_string(i) + " is " +
+                       ir::type_to_string(inputs[i]) + "; insert a cast");
+  }
   CLEAVE_TRY(ir::Attrs full, complete_attrs(*schema, attrs));
   return schema->instantiate(full, inputs);
 }
@@ -223,8 +254,9 @@ Expected<tdl::Statement const*> OpRegistry::parsed(std::string const& text) cons
   return ptr;
 }
 
-Expected<std::shared_ptr<tdl::BoundOp const>> OpRegistry::bind(
-    std::string_view type, ir::Attrs const& attrs, std::span<ir::TensorType const> inputs) const {
+Expected<std::shared_ptr<tdl::BoundOp const>>
+OpRegistry::bind(std::string_view type, ir::Attrs const& attrs,
+                 std::span<ir::TensorType const> inputs) const {
   std::string key(type);
   key += '|';
   key += attrs.to_string();
@@ -237,12 +269,15 @@ Expected<std::shared_ptr<tdl::BoundOp const>> OpRegistry::bind(
   CLEAVE_TRY(OpInstance inst, instantiate(type, attrs, inputs));
   CLEAVE_TRY(tdl::Statement const* st, parsed(inst.tdl));
   tdl::BindContext ctx;
-  for (std::size_t i = 0; i < inputs.size(); ++i) ctx.inputs.emplace_back(inst.input_names[i], inputs[i]);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    ctx.inputs.emplace_back(inst.input_names[i], inputs[i]);
   ctx.params = std::move(inst.params);
   ctx.extents.insert(inst.extents.begin(), inst.extents.end());
   ctx.output = inst.output;
   auto bound = tdl::bind(*st, ctx);
-  if (!bound) return std::move(bound).error().with_context("in the TDL of op type '" + std::string(type) + "'");
+  if (!bound)
+    return std::move(bound).error().with_context("in the TDL of op type '" + std::string(type) +
+                                                 "'");
   bound_.emplace(std::move(key), *bound);
   return *bound;
 }
@@ -251,15 +286,17 @@ Expected<std::shared_ptr<tdl::BoundOp const>> OpRegistry::bind(ir::Graph const& 
                                                                ir::OpId id) const {
   ir::Op const& op = graph.op(id);
   std::vector<ir::TensorType> types;
-  for (auto t : op.inputs) types.push_back(graph.tensor(t).type);
+  for (auto t : op.inputs)
+    types.push_back(graph.tensor(t).type);
   auto bound = bind(op.type, op.attrs, types);
-  if (!bound) return std::move(bound).error().with_context("in op '" + op.name + "' (" + op.type + ")");
+  if (!bound)
+    return std::move(bound).error().with_context("in op '" + op.name + "' (" + op.type + ")");
   return bound;
 }
 
-Expected<std::vector<ir::TensorType>> OpRegistry::infer(
-    std::string_view op_type, ir::Attrs const& attrs,
-    std::span<ir::TensorType const> inputs) const {
+Expected<std::vector<ir::TensorType>>
+OpRegistry::infer(std::string_view op_type, ir::Attrs const& attrs,
+                  std::span<ir::TensorType const> inputs) const {
   CLEAVE_TRY(auto bound, bind(op_type, attrs, inputs));
   return std::vector<ir::TensorType>{bound->output_type()};
 }

@@ -81,14 +81,14 @@ class OpRegistry final : public ir::ShapeInference {
   Expected<OpInstance> instantiate(std::string_view type, ir::Attrs const& attrs,
                                    std::span<ir::TensorType const> inputs) const;
   // The bound op; cached by (type, attributes, input types). Thread-safe.
-  Expected<std::shared_ptr<tdl::BoundOp const>> bind(std::string_view type,
-                                                     ir::Attrs const& attrs,
+  Expected<std::shared_ptr<tdl::BoundOp const>> bind(std::string_view type, ir::Attrs const& attrs,
                                                      std::span<ir::TensorType const> inputs) const;
   // The bound op of an op of a graph.
   Expected<std::shared_ptr<tdl::BoundOp const>> bind(ir::Graph const& graph, ir::OpId op) const;
 
-  Expected<std::vector<ir::TensorType>> infer(std::string_view op_type, ir::Attrs const& attrs,
-                                              std::span<ir::TensorType const> inputs) const override;
+  Expected<std::vector<ir::TensorType>>
+  infer(std::string_view op_type, ir::Attrs const& attrs,
+        std::span<ir::TensorType const> inputs) const override;
 
  private:
   Expected<tdl::Statement const*> parsed(std::string const& text) const;
@@ -100,9 +100,9 @@ class OpRegistry final : public ir::ShapeInference {
 };
 
 // Registration of the built-in op families (builtin_*.cc).
-void add_dense_ops(OpRegistry& registry);        // matmul, batch_matmul, linear, conv2d, pooling
-void add_elementwise_ops(OpRegistry& registry);  // activations, arithmetic, cast, scale, dropout
+void add_dense_ops(OpRegistry& registry);          // matmul, batch_matmul, linear, conv2d, pooling
+void add_elementwise_ops(OpRegistry& registry);    // activations, arithmetic, cast, scale, dropout
 void add_normalization_ops(OpRegistry& registry);  // softmax, norms, cross-entropy
-void add_layout_ops(OpRegistry& registry);       // concat, slice, transpose, reshape, embedding
+void add_layout_ops(OpRegistry& registry);         // concat, slice, transpose, reshape, embedding
 
 }  // namespace cleave::ops

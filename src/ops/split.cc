@@ -13,7 +13,8 @@ Expected<std::vector<ir::TensorId>> add_split(ir::GraphBuilder& builder, ir::Ten
   auto rank = static_cast<std::int64_t>(shape.size());
   if (axis < -rank || axis >= rank)
     return Error(ErrorCode::invalid_argument, "split '" + name + "': axis " + std::to_string(axis) +
-                                                  " is out of range for rank " + std::to_string(rank));
+                                                  " is out of range for rank " +
+                                                  std::to_string(rank));
   if (axis < 0) axis += rank;
   std::int64_t total = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   bool positive = std::all_of(sizes.begin(), sizes.end(), [](std::int64_t s) { return s > 0; });

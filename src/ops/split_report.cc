@@ -1,9 +1,7 @@
 #include "ops/split_report.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
-
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace cleave::ops {
@@ -18,7 +16,8 @@ std::string scaled(std::int64_t value, double base, std::initializer_list<char c
     v /= base;
     ++unit;
   }
-  return unit == units.begin() ? fmt::format("{} {}", value, *unit) : fmt::format("{:.2f} {}", v, *unit);
+  return unit == units.begin() ? fmt::format("{} {}", value, *unit)
+                               : fmt::format("{:.2f} {}", v, *unit);
 }
 
 }  // namespace
@@ -63,14 +62,16 @@ std::string padding_text(tdl::Region const& region) {
 std::string region_text(tdl::Region const& region, ir::Shape const& shape) {
   if (region.empty()) return "nothing";
   tdl::Box all;
-  for (auto d : shape) all.push_back({0, d});
+  for (auto d : shape)
+    all.push_back({0, d});
   if (region.box == all && !region.has_padding()) return "all " + tdl::box_to_string(region.box);
   return tdl::box_to_string(region.box) + padding_text(region);
 }
 
 nlohmann::json box_json(tdl::Box const& box) {
   auto out = nlohmann::json::array();
-  for (auto const& i : box) out.push_back({i.lo, i.hi});
+  for (auto const& i : box)
+    out.push_back({i.lo, i.hi});
   return out;
 }
 
@@ -105,7 +106,8 @@ std::string to_text(SplitReport const& r) {
   out += fmt::format("TDL         {}\n", op.text());
   for (auto const& in : op.inputs())
     out += fmt::format("input       {} {}{}\n", in.name, ir::type_to_string(in.type),
-                       in.pad_value != 0 ? fmt::format(" (reads outside it give {})", in.pad_value) : "");
+                       in.pad_value != 0 ? fmt::format(" (reads outside it give {})", in.pad_value)
+                                         : "");
   out += fmt::format("output      {} {}\n", op.output_name(), ir::type_to_string(op.output_type()));
   out += fmt::format("space       {}\n", op.describe_space());
   out += fmt::format("whole op    {}, reads {}, writes {}\n\n", format_flops(r.whole.flops.value()),
@@ -172,7 +174,8 @@ std::string to_json(SplitReport const& r) {
   auto splits = nlohmann::json::array();
   for (auto const& s : r.splits) {
     auto pieces = nlohmann::json::array();
-    for (auto const& p : s.pieces) pieces.push_back(piece_json(op, p));
+    for (auto const& p : s.pieces)
+      pieces.push_back(piece_json(op, p));
     splits.push_back({{"dim", s.dim}, {"parts", 2}, {"pieces", std::move(pieces)}});
   }
   j["splits"] = std::move(splits);

@@ -5,12 +5,13 @@
 #include <cstdlib>
 
 namespace cleave::detail {
-[[noreturn]] inline void assert_fail(char const* cond, char const* file, int line, char const* msg) {
-  std::fprintf(stderr, "cleave internal error: %s:%d: assertion '%s' failed: %s\n", file, line, cond,
-               msg);
+[[noreturn]] inline void assert_fail(char const* cond, char const* file, int line,
+                                     char const* msg) {
+  std::fprintf(stderr, "cleave internal error: %s:%d: assertion '%s' failed: %s\n", file, line,
+               cond, msg);
   std::abort();
 }
 }  // namespace cleave::detail
 
-#define CLEAVE_ASSERT(cond, msg) \
+#define CLEAVE_ASSERT(cond, msg)                                                                   \
   ((cond) ? static_cast<void>(0) : ::cleave::detail::assert_fail(#cond, __FILE__, __LINE__, msg))

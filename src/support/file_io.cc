@@ -13,9 +13,9 @@ namespace cleave {
 Expected<std::string> read_file(std::string const& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return Error(ErrorCode::io_error,
-                 "cannot open '" + path + "' for reading: " + std::strerror(errno) +
-                     "; check the path and its permissions");
+    return Error(ErrorCode::io_error, "cannot open '" + path +
+                                          "' for reading: " + std::strerror(errno) +
+                                          "; check the path and its permissions");
   }
   std::ostringstream buf;
   buf << in.rdbuf();
@@ -28,8 +28,8 @@ Status write_file_atomic(std::string const& path, std::string_view contents) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
-      return Error(ErrorCode::io_error, "cannot open '" + tmp + "' for writing: " +
-                                            std::strerror(errno) +
+      return Error(ErrorCode::io_error, "cannot open '" + tmp +
+                                            "' for writing: " + std::strerror(errno) +
                                             "; check that the directory exists and is writable");
     }
     out.write(contents.data(), static_cast<std::streamsize>(contents.size()));

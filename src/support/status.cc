@@ -4,13 +4,20 @@ namespace cleave {
 
 char const* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::invalid_argument: return "invalid_argument";
-    case ErrorCode::parse_error: return "parse_error";
-    case ErrorCode::not_found: return "not_found";
-    case ErrorCode::shape_mismatch: return "shape_mismatch";
-    case ErrorCode::cycle: return "cycle";
-    case ErrorCode::io_error: return "io_error";
-    case ErrorCode::unsupported: return "unsupported";
+  case ErrorCode::invalid_argument:
+    return "invalid_argument";
+  case ErrorCode::parse_error:
+    return "parse_error";
+  case ErrorCode::not_found:
+    return "not_found";
+  case ErrorCode::shape_mismatch:
+    return "shape_mismatch";
+  case ErrorCode::cycle:
+    return "cycle";
+  case ErrorCode::io_error:
+    return "io_error";
+  case ErrorCode::unsupported:
+    return "unsupported";
   }
   return "unknown";
 }

@@ -47,8 +47,7 @@ class Error {
 };
 
 // A value or an Error. Small on purpose: has_value, value, error, and a few helpers.
-template <typename T>
-class [[nodiscard]] Expected {
+template <typename T> class [[nodiscard]] Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Expected(Error error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
@@ -94,15 +93,15 @@ class [[nodiscard]] Status {
 // Early return of an error from an Expected<T>/Status expression.
 #define CLEAVE_CONCAT_INNER(a, b) a##b
 #define CLEAVE_CONCAT(a, b) CLEAVE_CONCAT_INNER(a, b)
-#define CLEAVE_TRY_IMPL(var, lhs, expr) \
-  auto var = (expr);                    \
-  if (!var) return std::move(var).error(); \
+#define CLEAVE_TRY_IMPL(var, lhs, expr)                                                            \
+  auto var = (expr);                                                                               \
+  if (!var) return std::move(var).error();                                                         \
   lhs = std::move(var).value()
 // CLEAVE_TRY(auto x, compute());  declares x from the value or returns the error.
 #define CLEAVE_TRY(lhs, expr) CLEAVE_TRY_IMPL(CLEAVE_CONCAT(try_tmp_, __LINE__), lhs, expr)
 // CLEAVE_CHECK_OK(status_expr);  returns the error of a failed Status.
-#define CLEAVE_CHECK_OK(expr)                                      \
-  do {                                                             \
-    auto CLEAVE_CONCAT(st_, __LINE__) = (expr);                    \
-    if (!CLEAVE_CONCAT(st_, __LINE__)) return std::move(CLEAVE_CONCAT(st_, __LINE__)).error(); \
+#define CLEAVE_CHECK_OK(expr)                                                                      \
+  do {                                                                                             \
+    auto CLEAVE_CONCAT(st_, __LINE__) = (expr);                                                    \
+    if (!CLEAVE_CONCAT(st_, __LINE__)) return std::move(CLEAVE_CONCAT(st_, __LINE__)).error();     \
   } while (false)

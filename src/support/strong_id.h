@@ -8,8 +8,7 @@
 
 namespace cleave {
 
-template <typename Tag>
-class StrongId {
+template <typename Tag> class StrongId {
  public:
   using value_type = std::uint32_t;
   static constexpr value_type invalid_value = std::numeric_limits<value_type>::max();
@@ -27,8 +26,7 @@ class StrongId {
 
 }  // namespace cleave
 
-template <typename Tag>
-struct std::hash<cleave::StrongId<Tag>> {
+template <typename Tag> struct std::hash<cleave::StrongId<Tag>> {
   std::size_t operator()(cleave::StrongId<Tag> id) const noexcept {
     return std::hash<std::uint32_t>{}(id.value());
   }

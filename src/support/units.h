@@ -7,8 +7,7 @@
 
 namespace cleave {
 
-template <typename Tag, typename Rep>
-class Quantity {
+template <typename Tag, typename Rep> class Quantity {
  public:
   constexpr Quantity() = default;
   constexpr explicit Quantity(Rep v) : value_(v) {}

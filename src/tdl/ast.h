@@ -74,10 +74,10 @@ struct NameList {
 struct Statement {
   TensorRef output;
   Expr rhs;
-  NameList nosplit;              // nosplit(i, ...): dims that must not be split
+  NameList nosplit;               // nosplit(i, ...): dims that must not be split
   std::optional<NameList> split;  // split(n, ...): the only splittable dims (opaque ops)
-  std::vector<PadClause> pads;   // pad(X=-inf): value read outside X's bounds (default 0)
-  std::string text;              // the source line, for messages
+  std::vector<PadClause> pads;    // pad(X=-inf): value read outside X's bounds (default 0)
+  std::string text;               // the source line, for messages
 };
 
 }  // namespace cleave::tdl

@@ -11,33 +11,46 @@ namespace cleave::tdl {
 
 char const* reducer_name(Reducer r) {
   switch (r) {
-    case Reducer::none: return "none";
-    case Reducer::sum: return "sum";
-    case Reducer::max: return "max";
-    case Reducer::min: return "min";
-    case Reducer::prod: return "prod";
+  case Reducer::none:
+    return "none";
+  case Reducer::sum:
+    return "sum";
+  case Reducer::max:
+    return "max";
+  case Reducer::min:
+    return "min";
+  case Reducer::prod:
+    return "prod";
   }
   return "?";
 }
 
 double reducer_identity(Reducer r) {
   switch (r) {
-    case Reducer::max: return -std::numeric_limits<double>::infinity();
-    case Reducer::min: return std::numeric_limits<double>::infinity();
-    case Reducer::prod: return 1.0;
-    case Reducer::none:
-    case Reducer::sum: return 0.0;
+  case Reducer::max:
+    return -std::numeric_limits<double>::infinity();
+  case Reducer::min:
+    return std::numeric_limits<double>::infinity();
+  case Reducer::prod:
+    return 1.0;
+  case Reducer::none:
+  case Reducer::sum:
+    return 0.0;
   }
   return 0.0;
 }
 
 double reduce_values(Reducer r, double acc, double value) {
   switch (r) {
-    case Reducer::max: return std::max(acc, value);
-    case Reducer::min: return std::min(acc, value);
-    case Reducer::prod: return acc * value;
-    case Reducer::none:
-    case Reducer::sum: return acc + value;
+  case Reducer::max:
+    return std::max(acc, value);
+  case Reducer::min:
+    return std::min(acc, value);
+  case Reducer::prod:
+    return acc * value;
+  case Reducer::none:
+  case Reducer::sum:
+    return acc + value;
   }
   return acc;
 }
@@ -66,9 +79,8 @@ Reducer parse_reducer(std::string const& name) {
 
 int function_arity(std::string const& name) {
   static const std::pair<char const*, int> table[] = {
-      {"exp", 1},  {"log", 1},  {"sqrt", 1}, {"rsqrt", 1}, {"tanh", 1},
-      {"sigmoid", 1}, {"relu", 1}, {"erf", 1}, {"abs", 1}, {"max", 2},
-      {"min", 2},  {"pow", 2},  {"select", 3}};
+      {"exp", 1}, {"log", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"tanh", 1}, {"sigmoid", 1}, {"relu", 1},
+      {"erf", 1}, {"abs", 1}, {"max", 2},  {"min", 2},   {"pow", 2},  {"select", 3}};
   for (auto [n, a] : table)
     if (name == n) return a;
   return -1;
@@ -78,7 +90,9 @@ constexpr char const* known_functions =
     "exp, log, sqrt, rsqrt, tanh, sigmoid, relu, erf, abs (one argument), max, min, pow (two), "
     "select(cond, a, b)";
 
-std::uint64_t bit(int slot) { return std::uint64_t{1} << slot; }
+std::uint64_t bit(int slot) {
+  return std::uint64_t{1} << slot;
+}
 
 }  // namespace
 
@@ -97,14 +111,18 @@ class Binder {
     }
     for (auto const& pad : st_.pads) {
       int i = input_position(pad.tensor);
-      if (i < 0) return err(pad.column, "pad(" + pad.tensor + "=...) names no input of the op" + inputs_hint());
+      if (i < 0)
+        return err(pad.column,
+                   "pad(" + pad.tensor + "=...) names no input of the op" + inputs_hint());
       op_->inputs_[i].pad_value = pad.value;
     }
 
     // Parallel dims: every name in the output's indices that is not a parameter.
     if (st_.output.indices.size() > 12)
-      return err(st_.output.column, "tensors of rank above 12 are not supported", ErrorCode::unsupported);
-    for (auto const& index : st_.output.indices) collect_output_vars(index);
+      return err(st_.output.column, "tensors of rank above 12 are not supported",
+                 ErrorCode::unsupported);
+    for (auto const& index : st_.output.indices)
+      collect_output_vars(index);
     op_->num_parallel_ = static_cast<int>(op_->slot_names_.size());
     for (std::size_t d = 0; d < st_.output.extents.size(); ++d) {
       if (!st_.output.extents[d]) continue;
@@ -142,7 +160,8 @@ class Binder {
       if (b.kind != BoundIndex::Kind::linear || !b.children.empty())
         return err(index.column, "output indices must be affine (no division, modulo or gather)");
       for (auto [slot, coef] : b.var_terms)
-        if (coef < 0) return err(index.column, "output indices must not have negative coefficients");
+        if (coef < 0)
+          return err(index.column, "output indices must not have negative coefficients");
       op_->output_indices_.push_back(std::move(b));
     }
 
@@ -206,7 +225,8 @@ class Binder {
       new_slot(e.name);
       output_var_columns_.push_back(e.column);
     }
-    for (auto const& a : e.args) collect_output_vars(a);
+    for (auto const& a : e.args)
+      collect_output_vars(a);
   }
 
   Status declare(VarDecl const& v) {
@@ -239,8 +259,10 @@ class Binder {
   static BoundIndex scaled(BoundIndex b, std::int64_t c) {
     b = as_linear(std::move(b));
     b.constant *= c;
-    for (auto& t : b.var_terms) t.second *= c;
-    for (auto& k : b.child_coefs) k *= c;
+    for (auto& t : b.var_terms)
+      t.second *= c;
+    for (auto& k : b.child_coefs)
+      k *= c;
     return b;
   }
 
@@ -268,80 +290,82 @@ class Binder {
   Expected<BoundIndex> bind_index(IndexExpr const& e) {
     BoundIndex out;
     switch (e.kind) {
-      case IndexExpr::Kind::number: out.constant = e.number; return out;
-      case IndexExpr::Kind::name: {
-        if (auto slot = lookup_var(e.name)) {
-          out.var_terms.emplace_back(*slot, 1);
-          return out;
-        }
-        if (auto p = lookup_param(e.name)) {
-          if (*p != std::floor(*p) || std::abs(*p) > 9e15)
-            return err(e.column, "parameter '" + e.name + "' = " + std::to_string(*p) +
-                                     " is used in an index but is not an integer");
-          out.constant = static_cast<std::int64_t>(*p);
-          return out;
-        }
-        return err(e.column, "unknown name '" + e.name +
-                                 "' in an index: not an iteration variable or a parameter of the op" +
-                                 params_hint());
+    case IndexExpr::Kind::number:
+      out.constant = e.number;
+      return out;
+    case IndexExpr::Kind::name: {
+      if (auto slot = lookup_var(e.name)) {
+        out.var_terms.emplace_back(*slot, 1);
+        return out;
       }
-      case IndexExpr::Kind::neg: {
-        CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
-        return scaled(std::move(a), -1);
+      if (auto p = lookup_param(e.name)) {
+        if (*p != std::floor(*p) || std::abs(*p) > 9e15)
+          return err(e.column, "parameter '" + e.name + "' = " + std::to_string(*p) +
+                                   " is used in an index but is not an integer");
+        out.constant = static_cast<std::int64_t>(*p);
+        return out;
       }
-      case IndexExpr::Kind::add:
-      case IndexExpr::Kind::sub: {
-        CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
-        CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
-        if (e.kind == IndexExpr::Kind::sub) b = scaled(std::move(b), -1);
-        return added(std::move(a), std::move(b));
-      }
-      case IndexExpr::Kind::mul: {
-        CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
-        CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
-        if (a.is_constant()) return scaled(std::move(b), a.constant);
-        if (b.is_constant()) return scaled(std::move(a), b.constant);
+      return err(e.column, "unknown name '" + e.name +
+                               "' in an index: not an iteration variable or a parameter of the op" +
+                               params_hint());
+    }
+    case IndexExpr::Kind::neg: {
+      CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
+      return scaled(std::move(a), -1);
+    }
+    case IndexExpr::Kind::add:
+    case IndexExpr::Kind::sub: {
+      CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
+      CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
+      if (e.kind == IndexExpr::Kind::sub) b = scaled(std::move(b), -1);
+      return added(std::move(a), std::move(b));
+    }
+    case IndexExpr::Kind::mul: {
+      CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
+      CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
+      if (a.is_constant()) return scaled(std::move(b), a.constant);
+      if (b.is_constant()) return scaled(std::move(a), b.constant);
+      return err(e.args[1].column,
+                 "non-affine index: this product multiplies two expressions that both depend on "
+                 "iteration variables; an index must be affine (variables times constants, plus "
+                 "constants)");
+    }
+    case IndexExpr::Kind::div:
+    case IndexExpr::Kind::mod: {
+      CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
+      CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
+      if (!b.is_constant() || b.constant <= 0)
         return err(e.args[1].column,
-                   "non-affine index: this product multiplies two expressions that both depend on "
-                   "iteration variables; an index must be affine (variables times constants, plus "
-                   "constants)");
-      }
-      case IndexExpr::Kind::div:
-      case IndexExpr::Kind::mod: {
-        CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
-        CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
-        if (!b.is_constant() || b.constant <= 0)
-          return err(e.args[1].column,
-                     "an index may only be divided (or taken modulo) by a positive constant");
-        bool div = e.kind == IndexExpr::Kind::div;
-        if (a.is_constant()) {
-          std::int64_t q = a.constant / b.constant;
-          if (a.constant % b.constant != 0 && a.constant < 0) --q;
-          out.constant = div ? q : a.constant - q * b.constant;
-          return out;
-        }
-        out.kind = div ? BoundIndex::Kind::floordiv : BoundIndex::Kind::mod;
-        out.divisor = b.constant;
-        out.children.push_back(std::move(a));
+                   "an index may only be divided (or taken modulo) by a positive constant");
+      bool div = e.kind == IndexExpr::Kind::div;
+      if (a.is_constant()) {
+        std::int64_t q = a.constant / b.constant;
+        if (a.constant % b.constant != 0 && a.constant < 0) --q;
+        out.constant = div ? q : a.constant - q * b.constant;
         return out;
       }
-      case IndexExpr::Kind::access: {
-        int i = input_position(e.name);
-        if (i < 0) return err(e.column, "unknown tensor '" + e.name + "'" + inputs_hint());
-        auto const& type = ctx_.inputs[i].second;
-        if (ir::is_floating(type.dtype))
-          return err(e.column, "tensor '" + e.name + "' is used as an index but has dtype " +
-                                   std::string(ir::dtype_name(type.dtype)) +
-                                   "; gathers need an int32 or int64 tensor");
-        CLEAVE_CHECK_OK(check_rank(e.name, type, e.args.size(), e.column));
-        out.kind = BoundIndex::Kind::gather;
-        out.input = i;
-        for (auto const& a : e.args) {
-          CLEAVE_TRY(BoundIndex b, bind_index(a));
-          out.children.push_back(std::move(b));
-        }
-        return out;
+      out.kind = div ? BoundIndex::Kind::floordiv : BoundIndex::Kind::mod;
+      out.divisor = b.constant;
+      out.children.push_back(std::move(a));
+      return out;
+    }
+    case IndexExpr::Kind::access: {
+      int i = input_position(e.name);
+      if (i < 0) return err(e.column, "unknown tensor '" + e.name + "'" + inputs_hint());
+      auto const& type = ctx_.inputs[i].second;
+      if (ir::is_floating(type.dtype))
+        return err(e.column, "tensor '" + e.name + "' is used as an index but has dtype " +
+                                 std::string(ir::dtype_name(type.dtype)) +
+                                 "; gathers need an int32 or int64 tensor");
+      CLEAVE_CHECK_OK(check_rank(e.name, type, e.args.size(), e.column));
+      out.kind = BoundIndex::Kind::gather;
+      out.input = i;
+      for (auto const& a : e.args) {
+        CLEAVE_TRY(BoundIndex b, bind_index(a));
+        out.children.push_back(std::move(b));
       }
+      return out;
+    }
     }
     return out;
   }
@@ -349,13 +373,15 @@ class Binder {
   std::string params_hint() const {
     if (ctx_.params.empty()) return " (the op has no parameters)";
     std::string out = " (parameters:";
-    for (auto const& [name, value] : ctx_.params) out += " " + name;
+    for (auto const& [name, value] : ctx_.params)
+      out += " " + name;
     return out + ")";
   }
 
   Status check_rank(std::string const& name, ir::TensorType const& type, std::size_t n,
                     int column) const {
-    if (n > 12) return err(column, "tensors of rank above 12 are not supported", ErrorCode::unsupported);
+    if (n > 12)
+      return err(column, "tensors of rank above 12 are not supported", ErrorCode::unsupported);
     if (type.shape.size() == n) return Status::ok();
     return err(column,
                "'" + name + "' has rank " + std::to_string(type.shape.size()) + " (" +
@@ -366,8 +392,10 @@ class Binder {
 
   static std::uint64_t index_deps(BoundIndex const& b) {
     std::uint64_t d = 0;
-    for (auto [slot, coef] : b.var_terms) d |= bit(slot);
-    for (auto const& c : b.children) d |= index_deps(c);
+    for (auto [slot, coef] : b.var_terms)
+      d |= bit(slot);
+    for (auto const& c : b.children)
+      d |= index_deps(c);
     return d;
   }
 
@@ -393,7 +421,8 @@ class Binder {
       bool seen = std::any_of(out.begin(), out.end(), [&](auto* n) { return n->name == e.name; });
       if (!seen) out.push_back(&e);
     }
-    for (auto const& a : e.args) collect_free_names(a, out);
+    for (auto const& a : e.args)
+      collect_free_names(a, out);
   }
 
   // An opaque op's reads may use variables the output does not: they range fully, like the
@@ -404,8 +433,10 @@ class Binder {
     out.op = "opaque";
     std::vector<IndexExpr const*> free;
     for (auto const& a : e.args)
-      for (auto const& index : a.indices) collect_free_names(index, free);
-    for (auto const* name : free) CLEAVE_CHECK_OK(declare(VarDecl{name->name, std::nullopt, name->column}));
+      for (auto const& index : a.indices)
+        collect_free_names(index, free);
+    for (auto const* name : free)
+      CLEAVE_CHECK_OK(declare(VarDecl{name->name, std::nullopt, name->column}));
     for (auto const& a : e.args) {
       CLEAVE_TRY(BoundExpr b, bind_access(a));
       out.deps |= b.deps;
@@ -417,68 +448,74 @@ class Binder {
   Expected<BoundExpr> bind_expr(Expr const& e) {
     BoundExpr out;
     switch (e.kind) {
-      case Expr::Kind::number: out.value = e.number; return out;
-      case Expr::Kind::name:
-        if (auto slot = lookup_var(e.name)) {
-          out.kind = BoundExpr::Kind::var;
-          out.slot = *slot;
-          out.deps = bit(*slot);
-          return out;
-        }
-        if (auto p = lookup_param(e.name)) {
-          out.value = *p;
-          return out;
-        }
-        return err(e.column, "unknown name '" + e.name +
-                                 "': not an iteration variable or a parameter of the op" +
-                                 params_hint() + "; tensors are read with brackets, as " + e.name +
-                                 "[...]");
-      case Expr::Kind::access: return bind_access(e);
-      case Expr::Kind::opaque:
-        return err(e.column, "opaque(...) must be the whole right-hand side of the statement");
-      case Expr::Kind::neg:
-      case Expr::Kind::binary:
-      case Expr::Kind::call: {
-        out.kind = e.kind == Expr::Kind::neg      ? BoundExpr::Kind::neg
-                   : e.kind == Expr::Kind::binary ? BoundExpr::Kind::binary
-                                                  : BoundExpr::Kind::call;
-        out.op = e.name;
-        if (e.kind == Expr::Kind::call) {
-          int arity = function_arity(e.name);
-          if (arity < 0) return err(e.column, "unknown function '" + e.name + "'; known: " + known_functions);
-          if (static_cast<std::size_t>(arity) != e.args.size())
-            return err(e.column, "'" + e.name + "' takes " + std::to_string(arity) +
-                                     " argument(s), got " + std::to_string(e.args.size()));
-        }
-        for (auto const& a : e.args) {
-          CLEAVE_TRY(BoundExpr b, bind_expr(a));
-          out.deps |= b.deps;
-          out.args.push_back(std::move(b));
-        }
+    case Expr::Kind::number:
+      out.value = e.number;
+      return out;
+    case Expr::Kind::name:
+      if (auto slot = lookup_var(e.name)) {
+        out.kind = BoundExpr::Kind::var;
+        out.slot = *slot;
+        out.deps = bit(*slot);
         return out;
       }
-      case Expr::Kind::reduce: {
-        out.kind = BoundExpr::Kind::reduce;
-        out.reducer = parse_reducer(e.name);
-        std::size_t scope_size = scope_.size();
-        for (auto const& v : e.vars) {
-          CLEAVE_CHECK_OK(declare(v));
-          out.slots.push_back(scope_.back().second);
-        }
-        CLEAVE_TRY(BoundExpr body, bind_expr(e.args[0]));
-        scope_.resize(scope_size);
-        out.deps = body.deps;
-        for (int s : out.slots) out.deps &= ~bit(s);
-        out.args.push_back(std::move(body));
+      if (auto p = lookup_param(e.name)) {
+        out.value = *p;
         return out;
       }
+      return err(e.column, "unknown name '" + e.name +
+                               "': not an iteration variable or a parameter of the op" +
+                               params_hint() + "; tensors are read with brackets, as " + e.name +
+                               "[...]");
+    case Expr::Kind::access:
+      return bind_access(e);
+    case Expr::Kind::opaque:
+      return err(e.column, "opaque(...) must be the whole right-hand side of the statement");
+    case Expr::Kind::neg:
+    case Expr::Kind::binary:
+    case Expr::Kind::call: {
+      out.kind = e.kind == Expr::Kind::neg      ? BoundExpr::Kind::neg
+                 : e.kind == Expr::Kind::binary ? BoundExpr::Kind::binary
+                                                : BoundExpr::Kind::call;
+      out.op = e.name;
+      if (e.kind == Expr::Kind::call) {
+        int arity = function_arity(e.name);
+        if (arity < 0)
+          return err(e.column, "unknown function '" + e.name + "'; known: " + known_functions);
+        if (static_cast<std::size_t>(arity) != e.args.size())
+          return err(e.column, "'" + e.name + "' takes " + std::to_string(arity) +
+                                   " argument(s), got " + std::to_string(e.args.size()));
+      }
+      for (auto const& a : e.args) {
+        CLEAVE_TRY(BoundExpr b, bind_expr(a));
+        out.deps |= b.deps;
+        out.args.push_back(std::move(b));
+      }
+      return out;
+    }
+    case Expr::Kind::reduce: {
+      out.kind = BoundExpr::Kind::reduce;
+      out.reducer = parse_reducer(e.name);
+      std::size_t scope_size = scope_.size();
+      for (auto const& v : e.vars) {
+        CLEAVE_CHECK_OK(declare(v));
+        out.slots.push_back(scope_.back().second);
+      }
+      CLEAVE_TRY(BoundExpr body, bind_expr(e.args[0]));
+      scope_.resize(scope_size);
+      out.deps = body.deps;
+      for (int s : out.slots)
+        out.deps &= ~bit(s);
+      out.args.push_back(std::move(body));
+      return out;
+    }
     }
     return out;
   }
 
   void collect_index_accesses(BoundIndex const& b) {
     if (b.kind == BoundIndex::Kind::gather) op_->accesses_[b.input].push_back(&b.children);
-    for (auto const& c : b.children) collect_index_accesses(c);
+    for (auto const& c : b.children)
+      collect_index_accesses(c);
   }
 
   void collect_accesses(BoundExpr const& e) {
@@ -487,13 +524,14 @@ class Binder {
       op_->accesses_[e.input].push_back(&e.indices);
       access_order_.push_back(&e);
     }
-    for (auto const& i : e.indices) collect_index_accesses(i);
-    for (auto const& a : e.args) collect_accesses(a);
+    for (auto const& i : e.indices)
+      collect_index_accesses(i);
+    for (auto const& a : e.args)
+      collect_accesses(a);
   }
 
   // A slot indexing a dimension directly (coefficient 1, no offset) takes that dimension's size.
-  Status note_extent(BoundIndex const& b, std::int64_t size, std::string const& where,
-                     int column) {
+  Status note_extent(BoundIndex const& b, std::int64_t size, std::string const& where, int column) {
     if (b.kind != BoundIndex::Kind::linear || !b.children.empty() || b.constant != 0 ||
         b.var_terms.size() != 1 || b.var_terms[0].second != 1)
       return Status::ok();
@@ -517,8 +555,8 @@ class Binder {
   Status note_extents_in(std::vector<BoundIndex> const& indices, std::string const& tensor,
                          ir::Shape const& shape, int column) {
     for (std::size_t d = 0; d < indices.size(); ++d) {
-      std::string where = "dim " + std::to_string(d) + " of " + tensor + " (" +
-                          ir::shape_to_string(shape) + ")";
+      std::string where =
+          "dim " + std::to_string(d) + " of " + tensor + " (" + ir::shape_to_string(shape) + ")";
       CLEAVE_CHECK_OK(note_extent(indices[d], shape[d], where, column));
       for (auto const& c : indices[d].children) {
         if (c.kind == BoundIndex::Kind::gather) {
@@ -564,11 +602,13 @@ class Binder {
 
   Status bind_output(int num_dims) {
     Box space;
-    for (int s = 0; s < num_dims; ++s) space.push_back({0, op_->slot_extents_[s]});
+    for (int s = 0; s < num_dims; ++s)
+      space.push_back({0, op_->slot_extents_[s]});
     auto ranges = slot_ranges(*op_, space);
     ir::Shape shape;
     std::int64_t points = 1;
-    for (int s = 0; s < op_->num_parallel_; ++s) points *= op_->slot_extents_[s];
+    for (int s = 0; s < op_->num_parallel_; ++s)
+      points *= op_->slot_extents_[s];
     for (std::size_t d = 0; d < op_->output_indices_.size(); ++d) {
       IndexRange r = index_range(op_->output_indices_[d], ranges);
       if (r.min != 0)
@@ -588,16 +628,14 @@ class Binder {
                      ir::shape_to_string(ctx_.output->shape) + " but the statement computes " +
                      ir::shape_to_string(shape),
                  ErrorCode::shape_mismatch);
-    ir::DType dtype = ir::DType::fp32;
+    ir::DType dtype = op_->inputs_.empty() ? ir::DType::fp32 : op_->inputs_[0].type.dtype;
     if (ctx_.output) {
       dtype = ctx_.output->dtype;
     } else {
-      for (auto const& in : op_->inputs_) {
-        if (ir::is_floating(in.type.dtype)) {
-          dtype = in.type.dtype;
-          break;
-        }
-      }
+      auto first_float = std::find_if(op_->inputs_.begin(), op_->inputs_.end(), [](auto const& in) {
+        return ir::is_floating(in.type.dtype);
+      });
+      if (first_float != op_->inputs_.end()) dtype = first_float->type.dtype;
     }
     op_->output_type_ = {shape, dtype};
     return Status::ok();

@@ -31,7 +31,7 @@ struct IterDim {
   std::string name;
   std::int64_t extent = 0;
   DimKind kind = DimKind::parallel;
-  bool splittable = true;  // false when marked nosplit, outside split(...), or of extent 1
+  bool splittable = true;           // false when marked nosplit, outside split(...), or of extent 1
   std::string unsplittable_reason;  // why not, for users ("marked nosplit", ...)
 };
 
@@ -41,26 +41,24 @@ struct IterDim {
 struct BoundIndex {
   enum class Kind { linear, floordiv, mod, gather };
   Kind kind = Kind::linear;
-  std::int64_t constant = 0;                             // linear
-  std::vector<std::pair<int, std::int64_t>> var_terms;   // linear: (slot, coef)
-  std::vector<std::int64_t> child_coefs;                 // linear: coef per child
-  std::int64_t divisor = 1;                              // floordiv, mod
-  int input = -1;                                        // gather: input position
+  std::int64_t constant = 0;                            // linear
+  std::vector<std::pair<int, std::int64_t>> var_terms;  // linear: (slot, coef)
+  std::vector<std::int64_t> child_coefs;                // linear: coef per child
+  std::int64_t divisor = 1;                             // floordiv, mod
+  int input = -1;                                       // gather: input position
   std::vector<BoundIndex> children;
 
-  bool is_constant() const {
-    return kind == Kind::linear && var_terms.empty() && children.empty();
-  }
+  bool is_constant() const { return kind == Kind::linear && var_terms.empty() && children.empty(); }
 };
 
 // A value expression with names resolved.
 struct BoundExpr {
   enum class Kind { constant, var, access, neg, binary, call, reduce };
   Kind kind = Kind::constant;
-  double value = 0;        // constant
-  int slot = -1;           // var
-  int input = -1;          // access: input position
-  std::string op;          // binary: + - * / < <= > >= == != ; call: function name
+  double value = 0;                 // constant
+  int slot = -1;                    // var
+  int input = -1;                   // access: input position
+  std::string op;                   // binary: + - * / < <= > >= == != ; call: function name
   Reducer reducer = Reducer::none;  // reduce
   std::vector<int> slots;           // reduce: the variables it binds
   std::vector<BoundIndex> indices;  // access
@@ -95,7 +93,9 @@ class BoundOp {
   std::vector<IterDim> const& dims() const { return dims_; }
   int num_parallel() const { return num_parallel_; }
   std::int64_t slot_extent(int slot) const { return slot_extents_[static_cast<std::size_t>(slot)]; }
-  std::string const& slot_name(int slot) const { return slot_names_[static_cast<std::size_t>(slot)]; }
+  std::string const& slot_name(int slot) const {
+    return slot_names_[static_cast<std::size_t>(slot)];
+  }
   int num_slots() const { return static_cast<int>(slot_extents_.size()); }
 
   Reducer reducer() const { return reducer_; }  // of the top-level reduction; none if there is none
@@ -136,7 +136,7 @@ struct BindContext {
   // Extents of variables that no dimension determines (e.g. the group of a grouped convolution).
   std::map<std::string, std::int64_t, std::less<>> extents;
   // The output's type if known; when absent its shape is inferred from the iteration space and
-  // its dtype is that of the first floating-point input (fp32 if none).
+  // its dtype is that of the first floating-point input (else of the first input; fp32 if none).
   std::optional<ir::TensorType> output;
 };
 
@@ -144,6 +144,7 @@ struct BindContext {
 // expressions by constants), infers every variable's extent from the dims it indexes directly
 // (explicit `v:EXT` wins), checks that extents agree, and that the output indices map the space
 // one-to-one onto the output tensor. Errors point at the column of the offending expression.
-Expected<std::shared_ptr<BoundOp const>> bind(Statement const& statement, BindContext const& context);
+Expected<std::shared_ptr<BoundOp const>> bind(Statement const& statement,
+                                              BindContext const& context);
 
 }  // namespace cleave::tdl

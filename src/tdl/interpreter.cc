@@ -16,7 +16,8 @@ TensorData TensorData::zeros(ir::Shape shape, Box region) {
 
 TensorData TensorData::whole(ir::Shape shape, std::vector<double> values) {
   Box region;
-  for (auto d : shape) region.push_back({0, d});
+  for (auto d : shape)
+    region.push_back({0, d});
   CLEAVE_ASSERT(static_cast<std::int64_t>(values.size()) == box_volume(region),
                 "values do not match the shape");
   return TensorData{std::move(shape), std::move(region), std::move(values)};
@@ -41,8 +42,7 @@ bool inside(std::span<std::int64_t const> coords, Box const& box) {
 }
 
 // Calls f(coords) for every point of box in row-major order.
-template <typename F>
-void for_each_point(Box const& box, F&& f) {
+template <typename F> void for_each_point(Box const& box, F&& f) {
   std::array<std::int64_t, max_rank> c{};
   for (std::size_t d = 0; d < box.size(); ++d) {
     if (box[d].empty()) return;
@@ -64,17 +64,19 @@ void for_each_point(Box const& box, F&& f) {
 class Interpreter {
  public:
   Interpreter(BoundOp const& op, std::span<TensorData const> inputs, EvalOptions options)
-      : op_(op), inputs_(inputs), options_(options), env_(static_cast<std::size_t>(op.num_slots())) {}
+      : op_(op), inputs_(inputs), options_(options),
+        env_(static_cast<std::size_t>(op.num_slots())) {}
 
   Expected<TensorData> run(Box const& iter_box) {
     if (op_.opaque())
-      return Error(ErrorCode::unsupported, "'" + op_.text() +
-                                               "' is opaque: TDL gives its reads but not its "
-                                               "values, so the reference interpreter cannot run it");
+      return Error(ErrorCode::unsupported,
+                   "'" + op_.text() +
+                       "' is opaque: TDL gives its reads but not its "
+                       "values, so the reference interpreter cannot run it");
     if (inputs_.size() != op_.inputs().size())
-      return Error(ErrorCode::invalid_argument,
-                   "evaluate got " + std::to_string(inputs_.size()) + " inputs, the op has " +
-                       std::to_string(op_.inputs().size()));
+      return Error(ErrorCode::invalid_argument, "evaluate got " + std::to_string(inputs_.size()) +
+                                                    " inputs, the op has " +
+                                                    std::to_string(op_.inputs().size()));
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       auto const& want = op_.inputs()[i].type.shape;
       if (inputs_[i].shape != want || inputs_[i].region.size() != want.size() ||
@@ -96,14 +98,16 @@ class Interpreter {
     std::array<std::int64_t, max_rank> coords{};
     for_each_point(parallel, [&](std::span<std::int64_t const> p) {
       if (error_) return;
-      for (int s = 0; s < np; ++s) env_[s] = p[s];
+      for (int s = 0; s < np; ++s)
+        env_[s] = p[s];
       double value;
       if (op_.reducer() == Reducer::none) {
         value = eval(op_.body());
       } else {
         value = reducer_identity(op_.reducer());
         for_each_point(reduction, [&](std::span<std::int64_t const> r) {
-          for (std::size_t k = 0; k < r.size(); ++k) env_[np + k] = r[k];
+          for (std::size_t k = 0; k < r.size(); ++k)
+            env_[np + k] = r[k];
           value = round(reduce_values(op_.reducer(), value, eval(op_.body())));
         });
       }
@@ -116,7 +120,9 @@ class Interpreter {
   }
 
  private:
-  double round(double v) const { return options_.fp64 ? v : static_cast<double>(static_cast<float>(v)); }
+  double round(double v) const {
+    return options_.fp64 ? v : static_cast<double>(static_cast<float>(v));
+  }
 
   void fail(Error e) {
     if (!error_) error_ = std::move(e);
@@ -124,24 +130,25 @@ class Interpreter {
 
   std::int64_t eval_index(BoundIndex const& b) {
     switch (b.kind) {
-      case BoundIndex::Kind::linear: {
-        std::int64_t v = b.constant;
-        for (auto [slot, coef] : b.var_terms) v += coef * env_[slot];
-        for (std::size_t c = 0; c < b.children.size(); ++c)
-          v += b.child_coefs[c] * eval_index(b.children[c]);
-        return v;
-      }
-      case BoundIndex::Kind::floordiv:
-      case BoundIndex::Kind::mod: {
-        std::int64_t a = eval_index(b.children[0]);
-        std::int64_t q = a / b.divisor;
-        if (a % b.divisor != 0 && a < 0) --q;
-        return b.kind == BoundIndex::Kind::floordiv ? q : a - q * b.divisor;
-      }
-      case BoundIndex::Kind::gather: {
-        double v = read(b.input, b.children);
-        return static_cast<std::int64_t>(v);
-      }
+    case BoundIndex::Kind::linear: {
+      std::int64_t v = b.constant;
+      for (auto [slot, coef] : b.var_terms)
+        v += coef * env_[slot];
+      for (std::size_t c = 0; c < b.children.size(); ++c)
+        v += b.child_coefs[c] * eval_index(b.children[c]);
+      return v;
+    }
+    case BoundIndex::Kind::floordiv:
+    case BoundIndex::Kind::mod: {
+      std::int64_t a = eval_index(b.children[0]);
+      std::int64_t q = a / b.divisor;
+      if (a % b.divisor != 0 && a < 0) --q;
+      return b.kind == BoundIndex::Kind::floordiv ? q : a - q * b.divisor;
+    }
+    case BoundIndex::Kind::gather: {
+      double v = read(b.input, b.children);
+      return static_cast<std::int64_t>(v);
+    }
     }
     return 0;
   }
@@ -150,16 +157,18 @@ class Interpreter {
     std::array<std::int64_t, max_rank> c{};
     auto const& data = inputs_[static_cast<std::size_t>(input)];
     std::size_t rank = indices.size();
-    for (std::size_t d = 0; d < rank; ++d) c[d] = eval_index(indices[d]);
+    for (std::size_t d = 0; d < rank; ++d)
+      c[d] = eval_index(indices[d]);
     std::span<std::int64_t const> coords(c.data(), rank);
     for (std::size_t d = 0; d < rank; ++d)
       if (coords[d] < 0 || coords[d] >= data.shape[d]) return op_.inputs()[input].pad_value;
     if (!inside(coords, data.region)) {
       std::string at;
-      for (std::size_t d = 0; d < rank; ++d) at += (d ? "," : "") + std::to_string(coords[d]);
-      fail(Error(ErrorCode::invalid_argument,
-                 "the piece reads " + op_.inputs()[input].name + "[" + at +
-                     "], outside the region it was given " + box_to_string(data.region)));
+      for (std::size_t d = 0; d < rank; ++d)
+        at += (d ? "," : "") + std::to_string(coords[d]);
+      fail(Error(ErrorCode::invalid_argument, "the piece reads " + op_.inputs()[input].name + "[" +
+                                                  at + "], outside the region it was given " +
+                                                  box_to_string(data.region)));
       return 0;
     }
     return data.values[data.offset(coords)];
@@ -185,38 +194,54 @@ class Interpreter {
 
   double eval(BoundExpr const& e) {
     switch (e.kind) {
-      case BoundExpr::Kind::constant: return e.value;
-      case BoundExpr::Kind::var: return static_cast<double>(env_[e.slot]);
-      case BoundExpr::Kind::access: return read(e.input, e.indices);
-      case BoundExpr::Kind::neg: return -eval(e.args[0]);
-      case BoundExpr::Kind::call: return round(call(e.op, e.args));
-      case BoundExpr::Kind::binary: {
-        double a = eval(e.args[0]);
-        double b = eval(e.args[1]);
-        char c0 = e.op[0];
-        bool two = e.op.size() == 2;
-        switch (c0) {
-          case '+': return round(a + b);
-          case '-': return round(a - b);
-          case '*': return round(a * b);
-          case '/': return round(a / b);
-          case '<': return two ? (a <= b) : (a < b);
-          case '>': return two ? (a >= b) : (a > b);
-          case '=': return a == b;
-          case '!': return a != b;
-          default: return 0;
-        }
+    case BoundExpr::Kind::constant:
+      return e.value;
+    case BoundExpr::Kind::var:
+      return static_cast<double>(env_[e.slot]);
+    case BoundExpr::Kind::access:
+      return read(e.input, e.indices);
+    case BoundExpr::Kind::neg:
+      return -eval(e.args[0]);
+    case BoundExpr::Kind::call:
+      return round(call(e.op, e.args));
+    case BoundExpr::Kind::binary: {
+      double a = eval(e.args[0]);
+      double b = eval(e.args[1]);
+      char c0 = e.op[0];
+      bool two = e.op.size() == 2;
+      switch (c0) {
+      case '+':
+        return round(a + b);
+      case '-':
+        return round(a - b);
+      case '*':
+        return round(a * b);
+      case '/':
+        return round(a / b);
+      case '<':
+        return two ? (a <= b) : (a < b);
+      case '>':
+        return two ? (a >= b) : (a > b);
+      case '=':
+        return a == b;
+      case '!':
+        return a != b;
+      default:
+        return 0;
       }
-      case BoundExpr::Kind::reduce: {
-        Box inner;
-        for (int s : e.slots) inner.push_back({0, op_.slot_extent(s)});
-        double acc = reducer_identity(e.reducer);
-        for_each_point(inner, [&](std::span<std::int64_t const> p) {
-          for (std::size_t k = 0; k < p.size(); ++k) env_[e.slots[k]] = p[k];
-          acc = round(reduce_values(e.reducer, acc, eval(e.args[0])));
-        });
-        return acc;
-      }
+    }
+    case BoundExpr::Kind::reduce: {
+      Box inner;
+      for (int s : e.slots)
+        inner.push_back({0, op_.slot_extent(s)});
+      double acc = reducer_identity(e.reducer);
+      for_each_point(inner, [&](std::span<std::int64_t const> p) {
+        for (std::size_t k = 0; k < p.size(); ++k)
+          env_[e.slots[k]] = p[k];
+        acc = round(reduce_values(e.reducer, acc, eval(e.args[0])));
+      });
+      return acc;
+    }
     }
     return 0;
   }

@@ -27,10 +27,14 @@ bool is_reducer(std::string_view name) {
 
 std::string describe(Token const& t) {
   switch (t.kind) {
-    case Tok::end: return "end of line";
-    case Tok::name: return "'" + t.text + "'";
-    case Tok::number: return "number " + t.text;
-    case Tok::punct: return "'" + t.text + "'";
+  case Tok::end:
+    return "end of line";
+  case Tok::name:
+    return "'" + t.text + "'";
+  case Tok::number:
+    return "number " + t.text;
+  case Tok::punct:
+    return "'" + t.text + "'";
   }
   return "?";
 }
@@ -78,11 +82,13 @@ class Parser {
                   std::isdigit(static_cast<unsigned char>(text_[i + 1])))) {
         std::size_t j = i;
         bool integral = true;
-        while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j]))) ++j;
+        while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j])))
+          ++j;
         if (j < text_.size() && text_[j] == '.') {
           integral = false;
           ++j;
-          while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j]))) ++j;
+          while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j])))
+            ++j;
         }
         if (j < text_.size() && (text_[j] == 'e' || text_[j] == 'E')) {
           std::size_t k = j + 1;
@@ -90,7 +96,8 @@ class Parser {
           if (k < text_.size() && std::isdigit(static_cast<unsigned char>(text_[k]))) {
             integral = false;
             j = k;
-            while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j]))) ++j;
+            while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j])))
+              ++j;
           }
         }
         Token t{Tok::number, std::string(text_.substr(i, j - i)), 0, integral, col};
@@ -229,8 +236,7 @@ class Parser {
     }
     if (kind == "nosplit") {
       st.nosplit.names.insert(st.nosplit.names.end(), list.names.begin(), list.names.end());
-      st.nosplit.columns.insert(st.nosplit.columns.end(), list.columns.begin(),
-                                list.columns.end());
+      st.nosplit.columns.insert(st.nosplit.columns.end(), list.columns.begin(), list.columns.end());
     } else {
       if (st.split) return fail(t, "at most one split(...) clause");
       st.split = std::move(list);
@@ -268,9 +274,7 @@ class Parser {
     return parse_left_assoc(out, {"<", "<=", ">", ">=", "==", "!="}, &Parser::parse_additive,
                             /*once=*/true);
   }
-  bool parse_additive(Expr& out) {
-    return parse_left_assoc(out, {"+", "-"}, &Parser::parse_term);
-  }
+  bool parse_additive(Expr& out) { return parse_left_assoc(out, {"+", "-"}, &Parser::parse_term); }
   bool parse_term(Expr& out) { return parse_left_assoc(out, {"*", "/"}, &Parser::parse_unary); }
 
   bool parse_unary(Expr& out) {
@@ -311,8 +315,8 @@ class Parser {
       }
       if (!peek_is(")", k)) return false;
       Token const& after = peek(k + 1);
-      return after.kind == Tok::name || after.kind == Tok::number || (after.kind == Tok::punct &&
-             (after.text == "(" || after.text == "-"));
+      return after.kind == Tok::name || after.kind == Tok::number ||
+             (after.kind == Tok::punct && (after.text == "(" || after.text == "-"));
     }
   }
 
@@ -491,7 +495,9 @@ std::string point_at(std::string_view text, int column) {
   return out;
 }
 
-Expected<Statement> parse_statement(std::string_view text) { return Parser(text).run(); }
+Expected<Statement> parse_statement(std::string_view text) {
+  return Parser(text).run();
+}
 
 namespace {
 
@@ -501,13 +507,16 @@ void add_name(std::vector<std::string>& out, std::string const& name) {
 
 void collect_index(IndexExpr const& e, std::vector<std::string>& out) {
   if (e.kind == IndexExpr::Kind::access) add_name(out, e.name);
-  for (auto const& a : e.args) collect_index(a, out);
+  for (auto const& a : e.args)
+    collect_index(a, out);
 }
 
 void collect_expr(Expr const& e, std::vector<std::string>& out) {
   if (e.kind == Expr::Kind::access) add_name(out, e.name);
-  for (auto const& i : e.indices) collect_index(i, out);
-  for (auto const& a : e.args) collect_expr(a, out);
+  for (auto const& i : e.indices)
+    collect_index(i, out);
+  for (auto const& a : e.args)
+    collect_expr(a, out);
 }
 
 }  // namespace

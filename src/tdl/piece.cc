@@ -8,7 +8,8 @@ namespace cleave::tdl {
 
 std::int64_t box_volume(Box const& box) {
   std::int64_t v = 1;
-  for (auto const& i : box) v *= i.size();
+  for (auto const& i : box)
+    v *= i.size();
   return v;
 }
 
@@ -24,7 +25,8 @@ std::string box_to_string(Box const& box) {
 
 Box full_box(BoundOp const& op) {
   Box box;
-  for (auto const& d : op.dims()) box.push_back({0, d.extent});
+  for (auto const& d : op.dims())
+    box.push_back({0, d.extent});
   return box;
 }
 
@@ -70,31 +72,32 @@ IndexRange scale(IndexRange r, std::int64_t c) {
 
 IndexRange index_range(BoundIndex const& index, std::span<Interval const> ranges) {
   switch (index.kind) {
-    case BoundIndex::Kind::gather: return {0, 0, false};
-    case BoundIndex::Kind::floordiv: {
-      IndexRange r = index_range(index.children[0], ranges);
-      return {floor_div(r.min, index.divisor), floor_div(r.max, index.divisor), r.known};
+  case BoundIndex::Kind::gather:
+    return {0, 0, false};
+  case BoundIndex::Kind::floordiv: {
+    IndexRange r = index_range(index.children[0], ranges);
+    return {floor_div(r.min, index.divisor), floor_div(r.max, index.divisor), r.known};
+  }
+  case BoundIndex::Kind::mod: {
+    IndexRange r = index_range(index.children[0], ranges);
+    std::int64_t d = index.divisor;
+    if (floor_div(r.min, d) == floor_div(r.max, d))
+      return {r.min - floor_div(r.min, d) * d, r.max - floor_div(r.max, d) * d, r.known};
+    return {0, d - 1, r.known};
+  }
+  case BoundIndex::Kind::linear: {
+    IndexRange r{index.constant, index.constant, true};
+    for (auto [slot, coef] : index.var_terms) {
+      Interval i = ranges[static_cast<std::size_t>(slot)];
+      IndexRange t = scale({i.lo, i.hi - 1, true}, coef);
+      r = {r.min + t.min, r.max + t.max, r.known};
     }
-    case BoundIndex::Kind::mod: {
-      IndexRange r = index_range(index.children[0], ranges);
-      std::int64_t d = index.divisor;
-      if (floor_div(r.min, d) == floor_div(r.max, d))
-        return {r.min - floor_div(r.min, d) * d, r.max - floor_div(r.max, d) * d, r.known};
-      return {0, d - 1, r.known};
+    for (std::size_t c = 0; c < index.children.size(); ++c) {
+      IndexRange t = scale(index_range(index.children[c], ranges), index.child_coefs[c]);
+      r = {r.min + t.min, r.max + t.max, r.known && t.known};
     }
-    case BoundIndex::Kind::linear: {
-      IndexRange r{index.constant, index.constant, true};
-      for (auto [slot, coef] : index.var_terms) {
-        Interval i = ranges[static_cast<std::size_t>(slot)];
-        IndexRange t = scale({i.lo, i.hi - 1, true}, coef);
-        r = {r.min + t.min, r.max + t.max, r.known};
-      }
-      for (std::size_t c = 0; c < index.children.size(); ++c) {
-        IndexRange t = scale(index_range(index.children[c], ranges), index.child_coefs[c]);
-        r = {r.min + t.min, r.max + t.max, r.known && t.known};
-      }
-      return r;
-    }
+    return r;
+  }
   }
   return {0, 0, false};
 }
@@ -122,20 +125,25 @@ std::int64_t evaluations(std::uint64_t deps, std::span<Interval const> ranges) {
 std::int64_t count_flops(BoundExpr const& e, std::span<Interval const> ranges) {
   std::int64_t own = 0;
   switch (e.kind) {
-    case BoundExpr::Kind::constant:
-    case BoundExpr::Kind::var:
-    case BoundExpr::Kind::access: break;
-    case BoundExpr::Kind::neg:
-    case BoundExpr::Kind::binary:
-    case BoundExpr::Kind::call: own = evaluations(e.deps, ranges); break;
-    case BoundExpr::Kind::reduce: {
-      std::uint64_t folded = e.deps;
-      for (int s : e.slots) folded |= std::uint64_t{1} << s;
-      own = evaluations(folded, ranges);
-      break;
-    }
+  case BoundExpr::Kind::constant:
+  case BoundExpr::Kind::var:
+  case BoundExpr::Kind::access:
+    break;
+  case BoundExpr::Kind::neg:
+  case BoundExpr::Kind::binary:
+  case BoundExpr::Kind::call:
+    own = evaluations(e.deps, ranges);
+    break;
+  case BoundExpr::Kind::reduce: {
+    std::uint64_t folded = e.deps;
+    for (int s : e.slots)
+      folded |= std::uint64_t{1} << s;
+    own = evaluations(folded, ranges);
+    break;
   }
-  for (auto const& a : e.args) own += count_flops(a, ranges);
+  }
+  for (auto const& a : e.args)
+    own += count_flops(a, ranges);
   return own;
 }
 
@@ -150,9 +158,10 @@ Expected<PieceInfo> analyze_piece(BoundOp const& op, Box const& iter_box) {
   }
   for (std::size_t d = 0; d < dims.size(); ++d) {
     if (iter_box[d].lo < 0 || iter_box[d].hi > dims[d].extent || iter_box[d].empty()) {
-      return Error(ErrorCode::invalid_argument,
-                   "piece " + box_to_string(iter_box) + " is empty or outside the iteration space (" +
-                       dims[d].name + " ranges over [0," + std::to_string(dims[d].extent) + "))");
+      return Error(ErrorCode::invalid_argument, "piece " + box_to_string(iter_box) +
+                                                    " is empty or outside the iteration space (" +
+                                                    dims[d].name + " ranges over [0," +
+                                                    std::to_string(dims[d].extent) + "))");
     }
   }
   PieceInfo info;
@@ -198,7 +207,8 @@ Expected<PieceInfo> analyze_piece(BoundOp const& op, Box const& iter_box) {
   }
 
   std::int64_t parallel_points = 1;
-  for (int d = 0; d < op.num_parallel(); ++d) parallel_points *= iter_box[static_cast<std::size_t>(d)].size();
+  for (int d = 0; d < op.num_parallel(); ++d)
+    parallel_points *= iter_box[static_cast<std::size_t>(d)].size();
   for (auto const& index : op.output_indices()) {
     IndexRange r = index_range(index, ranges);
     info.output.push_back({r.min, r.max + 1});

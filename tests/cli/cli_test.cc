@@ -1,12 +1,11 @@
 // End-to-end tests of the `cleave` program: real processes, real files, exit codes and messages.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
@@ -22,7 +21,8 @@ struct Outcome {
 };
 
 std::filesystem::path scratch() {
-  auto dir = std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }
@@ -90,7 +90,8 @@ TEST(Cli, OpOnATdlLineAsJson) {
 }
 
 TEST(Cli, BuiltinOpWithShapesAndAttrs) {
-  Outcome r = cleave("op conv2d --shape X=2x4x9x9 --shape W=8x2x3x3 --attr groups=2 --attr padding=1,1 --json");
+  Outcome r = cleave(
+      "op conv2d --shape X=2x4x9x9 --shape W=8x2x3x3 --attr groups=2 --attr padding=1,1 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["output"]["shape"], (std::vector<int>{2, 8, 9, 9}));
@@ -156,15 +157,18 @@ TEST(Cli, CheckGraphAndCustomOps) {
   EXPECT_EQ(j["tensors"], 4);
   EXPECT_EQ(j["tensor_bytes_by_role"]["weight"], 3 * 8 * 4);
 
-  std::string semantics = write("ops.tdl", "scaled_mm(A, B): Y[i,j] = sum(k) A[i,k] * B[k,j] * alpha\n");
-  Outcome op = cleave("--op-semantics " + semantics + " op scaled_mm --shape A=8x4 --shape B=4x2 --attr alpha=0.5");
+  std::string semantics =
+      write("ops.tdl", "scaled_mm(A, B): Y[i,j] = sum(k) A[i,k] * B[k,j] * alpha\n");
+  Outcome op = cleave("--op-semantics " + semantics +
+                      " op scaled_mm --shape A=8x4 --shape B=4x2 --attr alpha=0.5");
   EXPECT_EQ(op.code, 0) << op.err;
   EXPECT_NE(op.out.find("output      Y fp32[8x2]"), std::string::npos) << op.out;
   Outcome list = cleave("--op-semantics " + semantics + " ops --json");
   ASSERT_EQ(list.code, 0);
   auto ops = nlohmann::json::parse(list.out)["ops"];
   bool custom = false;
-  for (auto const& o : ops) custom |= o["name"] == "scaled_mm" && o["custom"].get<bool>();
+  for (auto const& o : ops)
+    custom |= o["name"] == "scaled_mm" && o["custom"].get<bool>();
   EXPECT_TRUE(custom);
   EXPECT_GE(ops.size(), 30u);
 }

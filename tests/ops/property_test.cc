@@ -2,10 +2,9 @@
 // every built-in op, evaluating the op piece by piece with the interpreter — each piece given only
 // the input regions region analysis computed for it, partial results reduced — equals evaluating
 // it whole.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <functional>
+#include <gtest/gtest.h>
 #include <map>
 #include <random>
 
@@ -23,9 +22,15 @@ std::int64_t pick(Rng& rng, std::int64_t lo, std::int64_t hi) {
   return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
 }
 
-ir::TensorType f32(ir::Shape s) { return {std::move(s), ir::DType::fp32}; }
-ir::TensorType i64(ir::Shape s) { return {std::move(s), ir::DType::int64}; }
-std::vector<std::int64_t> ints(std::initializer_list<std::int64_t> v) { return v; }
+ir::TensorType f32(ir::Shape s) {
+  return {std::move(s), ir::DType::fp32};
+}
+ir::TensorType i64(ir::Shape s) {
+  return {std::move(s), ir::DType::int64};
+}
+std::vector<std::int64_t> ints(std::initializer_list<std::int64_t> v) {
+  return v;
+}
 
 // How to fill an input: uniform reals in [lo, hi], or integers in [0, int_hi).
 struct Fill {
@@ -44,14 +49,22 @@ using Generator = std::function<Case(Rng&)>;
 // One random small instance per built-in op. Every built-in op must have one (checked below).
 std::map<std::string, Generator> generators() {
   std::map<std::string, Generator> g;
-  auto unary = [](Rng& r) { return Case{{f32({pick(r, 1, 4), pick(r, 1, 5), pick(r, 2, 6)})}, {}, {}}; };
-  for (char const* name : {"relu", "tanh", "sigmoid"}) g[name] = unary;
+  auto unary = [](Rng& r) {
+    return Case{{f32({pick(r, 1, 4), pick(r, 1, 5), pick(r, 2, 6)})}, {}, {}};
+  };
+  for (char const* name : {"relu", "tanh", "sigmoid"})
+    g[name] = unary;
   g["gelu"] = [](Rng& r) {
     return Case{{f32({pick(r, 1, 4), pick(r, 2, 6)})},
-                {{"approximate", std::string(pick(r, 0, 1) ? "tanh" : "none")}}, {}};
+                {{"approximate", std::string(pick(r, 0, 1) ? "tanh" : "none")}},
+                {}};
   };
-  g["scale"] = [](Rng& r) { return Case{{f32({pick(r, 1, 5), pick(r, 2, 6)})}, {{"alpha", 0.37}}, {}}; };
-  g["cast"] = [](Rng& r) { return Case{{f32({pick(r, 1, 5), pick(r, 2, 6)})}, {{"dtype", std::string("fp16")}}, {}}; };
+  g["scale"] = [](Rng& r) {
+    return Case{{f32({pick(r, 1, 5), pick(r, 2, 6)})}, {{"alpha", 0.37}}, {}};
+  };
+  g["cast"] = [](Rng& r) {
+    return Case{{f32({pick(r, 1, 5), pick(r, 2, 6)})}, {{"dtype", std::string("fp16")}}, {}};
+  };
   g["dropout"] = [](Rng& r) {
     ir::Shape s = {pick(r, 1, 5), pick(r, 2, 6)};
     return Case{{f32(s), f32(s)}, {{"p", 0.25}}, {{-1, 1, 0}, {0, 0, 2}}};
@@ -65,18 +78,22 @@ std::map<std::string, Generator> generators() {
     if (pick(r, 0, 1)) std::swap(a, b);
     return Case{{f32(a), f32(b)}, {}, {{-1, 1, 0}, {0.5, 1.5, 0}}};
   };
-  for (char const* name : {"add", "sub", "mul", "div"}) g[name] = binary;
+  for (char const* name : {"add", "sub", "mul", "div"})
+    g[name] = binary;
   g["matmul"] = [](Rng& r) {
     std::int64_t m = pick(r, 1, 6), k = pick(r, 1, 6), n = pick(r, 1, 6);
     bool ta = pick(r, 0, 1), tb = pick(r, 0, 1);
-    return Case{{f32(ta ? ir::Shape{k, m} : ir::Shape{m, k}), f32(tb ? ir::Shape{n, k} : ir::Shape{k, n})},
-                {{"transpose_a", std::int64_t{ta}}, {"transpose_b", std::int64_t{tb}}}, {}};
+    return Case{
+        {f32(ta ? ir::Shape{k, m} : ir::Shape{m, k}), f32(tb ? ir::Shape{n, k} : ir::Shape{k, n})},
+        {{"transpose_a", std::int64_t{ta}}, {"transpose_b", std::int64_t{tb}}},
+        {}};
   };
   g["batch_matmul"] = [](Rng& r) {
     std::int64_t b = pick(r, 1, 3), m = pick(r, 1, 4), k = pick(r, 1, 4), n = pick(r, 1, 4);
     bool shared = pick(r, 0, 1);
     return Case{{f32({b, 2, m, k}), f32(shared ? ir::Shape{n, k} : ir::Shape{b, 2, n, k})},
-                {{"transpose_b", std::int64_t{1}}}, {}};
+                {{"transpose_b", std::int64_t{1}}},
+                {}};
   };
   g["linear"] = [](Rng& r) {
     std::int64_t i = pick(r, 1, 6);
@@ -92,7 +109,8 @@ std::map<std::string, Generator> generators() {
                 {"groups", groups}};
     return Case{{f32({pick(r, 1, 2), groups * cig, pick(r, 5, 8), pick(r, 4, 7)}),
                  f32({groups * cog, cig, kh, kw})},
-                a, {}};
+                a,
+                {}};
   };
   auto pool = [](bool is_max) {
     return [is_max](Rng& r) {
@@ -110,17 +128,22 @@ std::map<std::string, Generator> generators() {
   };
   g["max_pool2d"] = pool(true);
   g["avg_pool2d"] = pool(false);
-  auto global = [](Rng& r) { return Case{{f32({pick(r, 1, 3), pick(r, 1, 4), pick(r, 1, 4), pick(r, 1, 4)})}, {}, {}}; };
+  auto global = [](Rng& r) {
+    return Case{{f32({pick(r, 1, 3), pick(r, 1, 4), pick(r, 1, 4), pick(r, 1, 4)})}, {}, {}};
+  };
   g["global_avg_pool"] = global;
   g["global_max_pool"] = global;
   g["softmax"] = [](Rng& r) {
-    return Case{{f32({pick(r, 1, 3), pick(r, 2, 5), pick(r, 2, 5)})}, {{"axis", pick(r, -3, 2)}}, {}};
+    return Case{
+        {f32({pick(r, 1, 3), pick(r, 2, 5), pick(r, 2, 5)})}, {{"axis", pick(r, -3, 2)}}, {}};
   };
   g["layer_norm"] = [](Rng& r) {
     std::int64_t d = pick(r, 2, 5);
     return Case{{f32({pick(r, 1, 3), pick(r, 1, 3), d}), f32({d}), f32({d})}, {{"eps", 1e-3}}, {}};
   };
-  auto bn_x = [](Rng& r) { return f32({pick(r, 1, 3), pick(r, 1, 4), pick(r, 1, 3), pick(r, 1, 3)}); };
+  auto bn_x = [](Rng& r) {
+    return f32({pick(r, 1, 3), pick(r, 1, 4), pick(r, 1, 3), pick(r, 1, 3)});
+  };
   g["bn_mean"] = [bn_x](Rng& r) { return Case{{bn_x(r)}, {}, {}}; };
   g["bn_var"] = [bn_x](Rng& r) {
     auto x = bn_x(r);
@@ -148,8 +171,10 @@ std::map<std::string, Generator> generators() {
     ir::Shape s = {pick(r, 2, 5), pick(r, 3, 9)};
     std::int64_t start = pick(r, 0, s[1] - 2);
     return Case{{f32(s)},
-                {{"starts", ints({start})}, {"ends", ints({pick(r, start + 1, s[1] + 2)})},
-                 {"axes", ints({1})}, {"steps", ints({pick(r, 1, 3)})}},
+                {{"starts", ints({start})},
+                 {"ends", ints({pick(r, start + 1, s[1] + 2)})},
+                 {"axes", ints({1})},
+                 {"steps", ints({pick(r, 1, 3)})}},
                 {}};
   };
   g["transpose"] = [](Rng& r) {
@@ -159,15 +184,17 @@ std::map<std::string, Generator> generators() {
   };
   g["reshape"] = [](Rng& r) {
     static const std::vector<std::pair<ir::Shape, std::vector<std::int64_t>>> shapes = {
-        {{6, 4}, {4, 6}},       {{2, 3, 4}, {6, 4}},  {{2, 3, 4}, {2, 12}}, {{24}, {2, 3, 4}},
-        {{4, 6}, {2, 2, 6}},    {{3, 4, 1}, {12}},    {{1, 6}, {3, -1}},    {{2, 6, 2}, {4, 3, 2}},
-        {{2, 3, 4}, {0, 4, 3}}};
+        {{6, 4}, {4, 6}},  {{2, 3, 4}, {6, 4}},    {{2, 3, 4}, {2, 12}},
+        {{24}, {2, 3, 4}}, {{4, 6}, {2, 2, 6}},    {{3, 4, 1}, {12}},
+        {{1, 6}, {3, -1}}, {{2, 6, 2}, {4, 3, 2}}, {{2, 3, 4}, {0, 4, 3}}};
     auto const& [in, out] = shapes[static_cast<std::size_t>(pick(r, 0, shapes.size() - 1))];
     return Case{{f32(in)}, {{"shape", out}}, {}};
   };
   g["embedding"] = [](Rng& r) {
     std::int64_t v = pick(r, 2, 6);
-    return Case{{f32({v, pick(r, 1, 4)}), i64({pick(r, 1, 3), pick(r, 1, 3)})}, {}, {{-1, 1, 0}, {0, 0, v}}};
+    return Case{{f32({v, pick(r, 1, 4)}), i64({pick(r, 1, 3), pick(r, 1, 3)})},
+                {},
+                {{-1, 1, 0}, {0, 0, v}}};
   };
   return g;
 }
@@ -191,7 +218,8 @@ std::vector<Box> random_boxing(tdl::BoundOp const& op, Rng& rng) {
     auto const& dim = op.dims()[d];
     if (!dim.splittable) continue;
     std::vector<std::int64_t> cuts = {0, dim.extent};
-    for (int c = pick(rng, 0, 2); c > 0; --c) cuts.push_back(pick(rng, 1, dim.extent - 1));
+    for (int c = pick(rng, 0, 2); c > 0; --c)
+      cuts.push_back(pick(rng, 1, dim.extent - 1));
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     std::vector<Box> next;
@@ -228,7 +256,8 @@ TEST_P(PiecewiseEqualsWhole, RandomShapesAndBoxings) {
     std::uint64_t seed = std::hash<std::string>{}(GetParam()) + static_cast<std::uint64_t>(trial);
     Rng rng(seed);
     Case c = gen(rng);
-    SCOPED_TRACE("op " + GetParam() + " trial " + std::to_string(trial) + " attrs " + c.attrs.to_string());
+    SCOPED_TRACE("op " + GetParam() + " trial " + std::to_string(trial) + " attrs " +
+                 c.attrs.to_string());
     auto op = registry->bind(GetParam(), c.attrs, c.inputs);
     ASSERT_TRUE(op.has_value()) << op.error().to_string();
     tdl::BoundOp const& bound = **op;
@@ -248,12 +277,15 @@ TEST_P(PiecewiseEqualsWhole, RandomShapesAndBoxings) {
       ASSERT_TRUE(info.has_value()) << info.error().to_string();
       ASSERT_TRUE(info->output_exact) << tdl::box_to_string(box);
       std::vector<TensorData> given;
-      for (std::size_t i = 0; i < inputs.size(); ++i) given.push_back(tdl::extract(inputs[i], info->inputs[i].box));
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        given.push_back(tdl::extract(inputs[i], info->inputs[i].box));
       auto part = tdl::evaluate(bound, box, given);
-      ASSERT_TRUE(part.has_value()) << "piece " << tdl::box_to_string(box) << ": " << part.error().to_string();
+      ASSERT_TRUE(part.has_value())
+          << "piece " << tdl::box_to_string(box) << ": " << part.error().to_string();
       if (info->partial && !partial) {
         partial = true;
-        std::fill(assembled.values.begin(), assembled.values.end(), tdl::reducer_identity(info->reducer));
+        std::fill(assembled.values.begin(), assembled.values.end(),
+                  tdl::reducer_identity(info->reducer));
       }
       if (info->partial) {
         tdl::reduce_into(assembled, *part, info->reducer);
@@ -267,14 +299,17 @@ TEST_P(PiecewiseEqualsWhole, RandomShapesAndBoxings) {
   EXPECT_GT(multi_piece, 40);
 }
 
-std::vector<std::string> builtin_names() { return OpRegistry::with_builtins()->names(); }
+std::vector<std::string> builtin_names() {
+  return OpRegistry::with_builtins()->names();
+}
 
 INSTANTIATE_TEST_SUITE_P(Builtins, PiecewiseEqualsWhole, ::testing::ValuesIn(builtin_names()),
                          [](auto const& info) { return info.param; });
 
 TEST(Generators, EveryBuiltinOpHasOne) {
   auto gens = generators();
-  for (auto const& name : builtin_names()) EXPECT_TRUE(gens.count(name)) << name;
+  for (auto const& name : builtin_names())
+    EXPECT_TRUE(gens.count(name)) << name;
 }
 
 }  // namespace

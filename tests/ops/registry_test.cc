@@ -1,24 +1,25 @@
-#include "ops/op_registry.h"
-
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 
 #include "ir/graph_builder.h"
+#include "ops/op_registry.h"
 #include "ops/split.h"
 
 namespace cleave::ops {
 namespace {
 
-ir::TensorType f32(ir::Shape s) { return {std::move(s), ir::DType::fp32}; }
+ir::TensorType f32(ir::Shape s) {
+  return {std::move(s), ir::DType::fp32};
+}
 using Ints = std::vector<std::int64_t>;
 
 class Registry : public ::testing::Test {
  protected:
   std::unique_ptr<OpRegistry> registry_ = OpRegistry::with_builtins();
 
-  ir::Shape out_shape(std::string const& type, std::vector<ir::TensorType> in, ir::Attrs attrs = {}) {
+  ir::Shape out_shape(std::string const& type, std::vector<ir::TensorType> in,
+                      ir::Attrs attrs = {}) {
     auto out = registry_->infer(type, attrs, in);
     EXPECT_TRUE(out.has_value()) << (out ? "" : out.error().to_string());
     return out ? out->at(0).shape : ir::Shape{};
@@ -33,11 +34,34 @@ class Registry : public ::testing::Test {
 
 TEST_F(Registry, EveryIssueOpIsBuiltIn) {
   auto names = registry_->names();
-  for (char const* op : {"matmul", "batch_matmul", "linear", "conv2d", "max_pool2d", "avg_pool2d",
-                         "global_avg_pool", "global_max_pool", "bn_mean", "bn_var", "bn_apply",
-                         "layer_norm", "relu", "gelu", "tanh", "sigmoid", "add", "sub", "mul",
-                         "div", "softmax", "embedding", "concat", "slice", "transpose", "reshape",
-                         "dropout", "cross_entropy"})
+  for (char const* op : {"matmul",
+                         "batch_matmul",
+                         "linear",
+                         "conv2d",
+                         "max_pool2d",
+                         "avg_pool2d",
+                         "global_avg_pool",
+                         "global_max_pool",
+                         "bn_mean",
+                         "bn_var",
+                         "bn_apply",
+                         "layer_norm",
+                         "relu",
+                         "gelu",
+                         "tanh",
+                         "sigmoid",
+                         "add",
+                         "sub",
+                         "mul",
+                         "div",
+                         "softmax",
+                         "embedding",
+                         "concat",
+                         "slice",
+                         "transpose",
+                         "reshape",
+                         "dropout",
+                         "cross_entropy"})
     EXPECT_TRUE(registry_->find(op)) << op;
 }
 
@@ -50,20 +74,28 @@ TEST_F(Registry, OutputShapesFollowTheFrameworks) {
                       {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
             (ir::Shape{1, 64, 56, 56}));
   // ceil_mode: 5 wide, kernel 2, stride 2 -> 3 (floor gives 2).
-  EXPECT_EQ(out_shape("max_pool2d", {f32({1, 1, 5, 5})}, {{"kernel", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}}),
+  EXPECT_EQ(out_shape("max_pool2d", {f32({1, 1, 5, 5})},
+                      {{"kernel", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}}),
             (ir::Shape{1, 1, 3, 3}));
   // Dilation 2 on a 3x3 kernel covers 5x5.
   EXPECT_EQ(out_shape("conv2d", {f32({1, 2, 9, 9}), f32({4, 2, 3, 3})}, {{"dilation", Ints{2, 2}}}),
             (ir::Shape{1, 4, 5, 5}));
   EXPECT_EQ(out_shape("add", {f32({4, 1, 8}), f32({3, 1})}), (ir::Shape{4, 3, 8}));
   EXPECT_EQ(out_shape("reshape", {f32({2, 3, 4})}, {{"shape", Ints{0, -1}}}), (ir::Shape{2, 12}));
-  EXPECT_EQ(out_shape("slice", {f32({8, 10})}, {{"starts", Ints{-4}}, {"ends", Ints{100}}, {"axes", Ints{1}}}),
+  EXPECT_EQ(out_shape("slice", {f32({8, 10})},
+                      {{"starts", Ints{-4}}, {"ends", Ints{100}}, {"axes", Ints{1}}}),
             (ir::Shape{8, 4}));
-  EXPECT_EQ(out_shape("concat", {f32({2, 3}), f32({2, 5}), f32({2, 1})}, {{"axis", std::int64_t{-1}}}),
-            (ir::Shape{2, 9}));
+  EXPECT_EQ(
+      out_shape("concat", {f32({2, 3}), f32({2, 5}), f32({2, 1})}, {{"axis", std::int64_t{-1}}}),
+      (ir::Shape{2, 9}));
   EXPECT_EQ(out_shape("global_avg_pool", {f32({8, 64, 7, 7})}), (ir::Shape{8, 64, 1, 1}));
-  EXPECT_EQ(out_shape("embedding", {f32({100, 16}), {{4, 7}, ir::DType::int32}}), (ir::Shape{4, 7, 16}));
+  EXPECT_EQ(out_shape("embedding", {f32({100, 16}), {{4, 7}, ir::DType::int32}}),
+            (ir::Shape{4, 7, 16}));
   EXPECT_EQ(out_shape("cross_entropy", {f32({4, 10}), {{4}, ir::DType::int64}}), ir::Shape{});
+  auto int_relu =
+      registry_->infer("relu", {}, std::vector<ir::TensorType>{{{3}, ir::DType::int32}});
+  ASSERT_TRUE(int_relu.has_value());
+  EXPECT_EQ(int_relu->at(0).dtype, ir::DType::int32);
   auto cast = registry_->infer("cast", {{"dtype", std::string("bf16")}}, std::vector{f32({3})});
   ASSERT_TRUE(cast.has_value());
   EXPECT_EQ(cast->at(0).dtype, ir::DType::bf16);
@@ -72,29 +104,39 @@ TEST_F(Registry, OutputShapesFollowTheFrameworks) {
 TEST_F(Registry, ShapeErrorsSayWhatDisagrees) {
   auto mm = error_of("matmul", {f32({4, 5}), f32({4, 3})});
   EXPECT_EQ(mm.code(), ErrorCode::shape_mismatch);
-  EXPECT_NE(mm.to_string().find("'k' has extent 5 from dim 1 of A (4x5) but 4 from dim 0 of B (4x3)"),
-            std::string::npos)
+  EXPECT_NE(
+      mm.to_string().find("'k' has extent 5 from dim 1 of A (4x5) but 4 from dim 0 of B (4x3)"),
+      std::string::npos)
       << mm.to_string();
   auto bc = error_of("add", {f32({4, 3}), f32({5})});
-  EXPECT_NE(bc.message().find("cannot broadcast A 4x3 with B 5: dimension -1 is 3 vs 5"), std::string::npos)
+  EXPECT_NE(bc.message().find("cannot broadcast A 4x3 with B 5: dimension -1 is 3 vs 5"),
+            std::string::npos)
       << bc.message();
   auto conv = error_of("conv2d", {f32({1, 3, 8, 8}), f32({4, 2, 3, 3})});
-  EXPECT_NE(conv.message().find("has 2 input channels per group but X 1x3x8x8 gives 3"), std::string::npos)
+  EXPECT_NE(conv.message().find("has 2 input channels per group but X 1x3x8x8 gives 3"),
+            std::string::npos)
       << conv.message();
   auto big = error_of("conv2d", {f32({1, 3, 2, 2}), f32({4, 3, 3, 3})});
   EXPECT_NE(big.message().find("larger than the padded input"), std::string::npos);
+  auto mixed = error_of("matmul", {f32({4, 4}), {{4, 4}, ir::DType::bf16}});
+  EXPECT_NE(mixed.message().find("input 0 is fp32[4x4] and input 1 is bf16[4x4]; insert a cast"),
+            std::string::npos)
+      << mixed.message();
   auto rs = error_of("reshape", {f32({2, 3})}, {{"shape", Ints{4, 2}}});
   EXPECT_NE(rs.message().find("has 6 elements, shape 4x2 has 8"), std::string::npos);
 }
 
 TEST_F(Registry, AttributeErrors) {
-  auto unknown = error_of("conv2d", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {{"strides", Ints{2, 2}}});
-  EXPECT_NE(unknown.message().find("unknown attribute 'strides' for op type 'conv2d'; known attributes: "
-                                   "stride, padding, dilation, groups"),
-            std::string::npos)
+  auto unknown =
+      error_of("conv2d", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {{"strides", Ints{2, 2}}});
+  EXPECT_NE(
+      unknown.message().find("unknown attribute 'strides' for op type 'conv2d'; known attributes: "
+                             "stride, padding, dilation, groups"),
+      std::string::npos)
       << unknown.message();
   auto kind = error_of("conv2d", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})}, {{"groups", 1.5}});
-  EXPECT_NE(kind.message().find("attribute 'groups' of 'conv2d' must be an integer"), std::string::npos);
+  EXPECT_NE(kind.message().find("attribute 'groups' of 'conv2d' must be an integer"),
+            std::string::npos);
   auto missing = error_of("slice", {f32({4})});
   EXPECT_NE(missing.message().find("needs attribute 'starts'"), std::string::npos);
   auto op = error_of("conv3d", {f32({4})});
@@ -114,7 +156,8 @@ TEST_F(Registry, BindIsCachedPerInstance) {
 }
 
 TEST_F(Registry, CustomOpsFromOneLine) {
-  ASSERT_TRUE(registry_->add_tdl("scaled_mm(A, B): Y[i,j] = sum(k) A[i,k] * B[k,j] * alpha").is_ok());
+  ASSERT_TRUE(
+      registry_->add_tdl("scaled_mm(A, B): Y[i,j] = sum(k) A[i,k] * B[k,j] * alpha").is_ok());
   auto y = registry_->bind("scaled_mm", {{"alpha", 0.5}}, std::vector{f32({8, 4}), f32({4, 2})});
   ASSERT_TRUE(y.has_value()) << y.error().to_string();
   EXPECT_EQ((*y)->output_type(), f32({8, 2}));
@@ -131,7 +174,8 @@ TEST_F(Registry, CustomOpsFromOneLine) {
   ASSERT_TRUE(unknown.is_ok());  // names are resolved when shapes are known
   auto bound = registry_->bind("f", {}, std::vector{f32({4})});
   ASSERT_FALSE(bound.has_value());
-  EXPECT_NE(bound.error().to_string().find("unknown tensor 'Z'; the op's inputs are A"), std::string::npos);
+  EXPECT_NE(bound.error().to_string().find("unknown tensor 'Z'; the op's inputs are A"),
+            std::string::npos);
 }
 
 TEST_F(Registry, SemanticsFileErrorsNameTheLine) {
@@ -139,7 +183,8 @@ TEST_F(Registry, SemanticsFileErrorsNameTheLine) {
   std::ofstream(path) << "# custom ops\n\nok(A): Y[i] = A[i] * 2\nbad(A): Y[i] = A[i +\n";
   auto st = registry_->load_semantics_file(path.string());
   ASSERT_FALSE(st.is_ok());
-  EXPECT_NE(st.error().to_string().find(path.string() + ":4"), std::string::npos) << st.error().to_string();
+  EXPECT_NE(st.error().to_string().find(path.string() + ":4"), std::string::npos)
+      << st.error().to_string();
   EXPECT_NE(st.error().to_string().find("TDL parse error at column"), std::string::npos);
   EXPECT_TRUE(registry_->find("ok"));
   std::filesystem::remove(path);
@@ -155,7 +200,8 @@ TEST_F(Registry, GraphBuilderReportsShapeMismatchAtTheOp) {
   EXPECT_EQ(y.error().code(), ErrorCode::shape_mismatch);
   std::string msg = y.error().to_string();
   EXPECT_NE(msg.find("fc1"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'i' has extent 8 from dim 1 of X (4x8) but 7 from dim 1 of W (3x7)"), std::string::npos)
+  EXPECT_NE(msg.find("'i' has extent 8 from dim 1 of X (4x8) but 7 from dim 1 of W (3x7)"),
+            std::string::npos)
       << msg;
 }
 

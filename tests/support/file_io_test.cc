@@ -1,8 +1,7 @@
-#include "support/file_io.h"
-
+#include <filesystem>
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include "support/file_io.h"
 
 namespace cleave {
 namespace {
@@ -18,7 +17,8 @@ TEST(FileIo, AtomicWriteThenRead) {
   EXPECT_EQ(*text, "world");
   // No temporary left behind.
   int files = 0;
-  for (auto const& entry : std::filesystem::directory_iterator(dir)) files += entry.is_regular_file();
+  for (auto const& entry : std::filesystem::directory_iterator(dir))
+    files += entry.is_regular_file();
   EXPECT_EQ(files, 1);
   std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,6 @@
-#include "support/status.h"
-
 #include <gtest/gtest.h>
+
+#include "support/status.h"
 
 namespace cleave {
 namespace {

@@ -1,9 +1,7 @@
-#include "tdl/interpreter.h"
-
+#include <cmath>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
+#include "tdl/interpreter.h"
 #include "tdl_test_util.h"
 
 namespace cleave::tdl {
@@ -100,7 +98,9 @@ TEST(Interpreter, GatherAndCrossEntropy) {
   std::vector<TensorData> in = {TensorData::whole({2, 3}, x), TensorData::whole({2}, {2, 0})};
   auto l = evaluate(*op, full_box(*op), in);
   ASSERT_TRUE(l.has_value());
-  auto lse = [](double a, double b, double c) { return std::log(std::exp(a) + std::exp(b) + std::exp(c)); };
+  auto lse = [](double a, double b, double c) {
+    return std::log(std::exp(a) + std::exp(b) + std::exp(c));
+  };
   double want = 0.5 * ((lse(1, 2, 3) - 3) + (lse(0, 0, 5) - 0));
   EXPECT_NEAR(l->values[0], want, 1e-12);
 }

@@ -1,15 +1,14 @@
-#include "tdl/parser.h"
-
+#include <cmath>
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include "tdl/parser.h"
 
 namespace cleave::tdl {
 namespace {
 
 TEST(Parser, ConvStatement) {
-  auto st = parse_statement(
-      "Y[n,co,y,x] = sum(ci,dy,dx) X[n,ci,y*2+dy-1,x*2+dx-1] * W[co,ci,dy,dx]");
+  auto st =
+      parse_statement("Y[n,co,y,x] = sum(ci,dy,dx) X[n,ci,y*2+dy-1,x*2+dx-1] * W[co,ci,dy,dx]");
   ASSERT_TRUE(st.has_value()) << st.error().to_string();
   EXPECT_EQ(st->output.name, "Y");
   EXPECT_EQ(st->output.indices.size(), 4u);
@@ -88,7 +87,8 @@ TEST(Parser, ErrorsPointAtTheColumnAndSayWhatWasExpected) {
     EXPECT_EQ(st.error().code(), ErrorCode::parse_error);
     std::string msg = st.error().message();
     EXPECT_NE(msg.find("column " + std::to_string(c.column) + ":"), std::string::npos)
-        << c.text << "\n" << msg;
+        << c.text << "\n"
+        << msg;
     EXPECT_NE(msg.find(c.expected), std::string::npos) << c.text << "\n" << msg;
     // The caret line points at the column.
     auto caret = msg.rfind('^');

@@ -1,9 +1,8 @@
 // Golden tests of derived regions: conv (halo, stride, padding), matmul (reduction split gives
 // partial sums), softmax (axis unsplittable), broadcasting add.
-#include "tdl/piece.h"
-
 #include <gtest/gtest.h>
 
+#include "tdl/piece.h"
 #include "tdl_test_util.h"
 
 namespace cleave::tdl {
@@ -22,8 +21,8 @@ TEST(Piece, ConvHaloStrideAndPadding) {
   BindContext ctx;
   ctx.inputs = {{"X", f32({2, 3, 8, 8})}, {"W", f32({4, 3, 3, 3})}};
   ctx.output = f32({2, 4, 4, 4});
-  auto op = must_bind("Y[n,co,y,x] = sum(ci,dy,dx) X[n,ci,y*2+dy-1,x*2+dx-1] * W[co,ci,dy,dx]",
-                      ctx);
+  auto op =
+      must_bind("Y[n,co,y,x] = sum(ci,dy,dx) X[n,ci,y*2+dy-1,x*2+dx-1] * W[co,ci,dy,dx]", ctx);
   ASSERT_TRUE(op);
   Box full = full_box(*op);
   auto halves = split_evenly(full, /*dim=*/2, 2);  // split y

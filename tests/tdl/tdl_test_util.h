@@ -8,7 +8,9 @@
 
 namespace cleave::tdl::testing {
 
-inline ir::TensorType f32(ir::Shape s) { return {std::move(s), ir::DType::fp32}; }
+inline ir::TensorType f32(ir::Shape s) {
+  return {std::move(s), ir::DType::fp32};
+}
 
 // Binds `text` or returns the error.
 inline Expected<std::shared_ptr<BoundOp const>> try_bind(std::string const& text,
