@@ -165,10 +165,14 @@ Expected<OpInstance> reshape(ir::Attrs const& a, std::span<ir::TensorType const>
     stride = pi;
     for (std::size_t n = 0; n < gi.size(); ++n) {
       stride /= x[gi[n]];
-      std::string e = gj.size() > 1 && gi.size() > 1 ? "(" + flat + ")" : flat;
-      if (gi.size() > 1) {
-        if (stride != 1) e += "/" + std::to_string(stride);
-        if (n > 0) e = "(" + e + ")%" + std::to_string(x[gi[n]]);
+      std::string e = flat;
+      if (gi.size() > 1) {  // several input dims share the group: (flat / stride) % size
+        bool sum = gj.size() > 1;
+        if (stride != 1) {
+          e = (sum ? "(" + e + ")" : e) + "/" + std::to_string(stride);
+          sum = false;
+        }
+        if (n > 0) e = (sum || stride != 1 ? "(" + e + ")" : e) + "%" + std::to_string(x[gi[n]]);
       }
       idx[gi[n]] = e;
     }

@@ -193,9 +193,13 @@ Expected<ir::Attrs> OpRegistry::complete_attrs(OpSchema const& schema,
                    "unknown attribute '" + key + "' for op type '" + schema.name +
                        "'; known attributes: " + (known.empty() ? "none" : known));
     }
-    if (!kind_matches(spec->kind, value))
-      return Error(ErrorCode::invalid_argument, "attribute '" + key + "' of '" + schema.name +
-                                                    "' must be " + kind_name(spec->kind));
+    if (!kind_matches(spec->kind, value)) {
+      bool one_int =
+          spec->kind == AttrKind::integers && std::holds_alternative<std::int64_t>(value);
+      return Error(ErrorCode::invalid_argument,
+                   "attribute '" + key + "' of '" + schema.name + "' must be " +
+                       kind_name(spec->kind) + (one_int ? " (write [N] for a single value)" : ""));
+    }
     if (spec->kind == AttrKind::real && std::holds_alternative<std::int64_t>(value)) {
       out.set(key, static_cast<double>(std::get<std::int64_t>(value)));
     } else {
