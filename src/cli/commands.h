@@ -2,6 +2,7 @@
 // errors are printed to stderr as "error[code]: ..." and give exit code 1.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,30 @@ struct CheckGraphCommand {
   bool json = false;
 };
 int run_check_graph(ops::OpRegistry const& registry, CheckGraphCommand const& cmd);
+
+// How a forward graph becomes a training graph (autodiff).
+struct TrainingFlags {
+  std::string optimizer = "sgd";  // sgd (with momentum) or adam
+  std::optional<double> learning_rate;
+  std::string loss = "loss";
+};
+
+int run_models(bool json);
+
+struct InspectCommand {
+  std::string model;  // zoo spec or graph file
+  TrainingFlags training;
+  bool json = false;
+};
+int run_inspect(ops::OpRegistry const& registry, InspectCommand const& cmd);
+
+struct ExportGraphCommand {
+  std::string model;
+  std::string output;
+  TrainingFlags training;
+  bool forward_only = false;
+};
+int run_export_graph(ops::OpRegistry const& registry, ExportGraphCommand const& cmd);
 
 // Prints the error to stderr and returns 1.
 int report(Error const& error);

@@ -39,6 +39,35 @@ int main(int argc, char** argv) {
   check->add_option("file", check_cmd.path, "graph JSON file")->required();
   check->add_flag("--json", check_cmd.json, "print JSON");
 
+  auto add_training = [](CLI::App* cmd, cli::TrainingFlags& flags) {
+    cmd->add_option("--optimizer", flags.optimizer, "sgd (with momentum 0.9, default) or adam");
+    cmd->add_option("--lr", flags.learning_rate, "learning rate (sgd 0.01, adam 0.001)");
+    cmd->add_option("--loss", flags.loss, "the scalar tensor to minimise (default: loss)");
+  };
+  std::string const model_help =
+      "a zoo model NAME[:key=value,...] (`cleave models`) or a cleave.graph/1 file";
+
+  bool models_json = false;
+  auto* models_list = app.add_subcommand("models", "list the model zoo with keys and defaults");
+  models_list->add_flag("--json", models_json, "print JSON");
+
+  cli::InspectCommand inspect_cmd;
+  auto* inspect = app.add_subcommand(
+      "inspect", "op counts, parameters, training state, saved activations and FLOPs of a model's "
+                 "training step");
+  inspect->add_option("model", inspect_cmd.model, model_help)->required();
+  inspect->add_flag("--json", inspect_cmd.json, "print cleave.inspect/1 JSON");
+  add_training(inspect, inspect_cmd.training);
+
+  cli::ExportGraphCommand export_cmd;
+  auto* export_graph = app.add_subcommand("export-graph", "write a model's training graph");
+  export_graph->add_option("model", export_cmd.model, model_help)->required();
+  export_graph->add_option("-o,--output", export_cmd.output, "output file (cleave.graph/1)")
+      ->required();
+  export_graph->add_flag("--forward-only", export_cmd.forward_only,
+                         "write the forward graph instead");
+  add_training(export_graph, export_cmd.training);
+
   CLI11_PARSE(app, argc, argv);
 
   auto registry = ops::OpRegistry::with_builtins();
@@ -48,5 +77,8 @@ int main(int argc, char** argv) {
   }
   if (*op) return cli::run_op(*registry, op_cmd);
   if (*ops_list) return cli::run_ops(*registry, ops_json);
+  if (*models_list) return cli::run_models(models_json);
+  if (*inspect) return cli::run_inspect(*registry, inspect_cmd);
+  if (*export_graph) return cli::run_export_graph(*registry, export_cmd);
   return cli::run_check_graph(*registry, check_cmd);
 }

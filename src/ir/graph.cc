@@ -162,6 +162,14 @@ Status Graph::Impl::check_ops() {
         }
       }
     }
+    if (op.forward.valid()) {
+      bool exists = op.forward.value() < ops.size();
+      if (!exists || op.forward == op.id || ops[op.forward.value()].forward.valid()) {
+        return Error(ErrorCode::invalid_argument,
+                     describe(op) + ": its forward op (id " + std::to_string(op.forward.value()) +
+                         ") must be another op that is itself a forward op (has no forward op)");
+      }
+    }
     for (auto const& [name, value] : op.attrs.items()) {
       if (name.empty() || !is_valid_utf8(name)) {
         return Error(ErrorCode::invalid_argument,

@@ -36,6 +36,9 @@ struct Op {
   Attrs attrs;
   std::vector<TensorId> inputs;
   std::vector<TensorId> outputs;
+  // For a backward or optimizer op: the forward op it belongs to (Tofu groups them); invalid for
+  // forward ops.
+  OpId forward;
 
   bool operator==(Op const&) const = default;
 };

@@ -119,6 +119,10 @@ Expected<std::vector<TensorId>> GraphBuilder::add_op(OpSpec spec, bool single_ou
     }
     input_types.push_back(tensors_[in.value()].type);
   }
+  if (spec.forward.valid() && spec.forward.value() >= ops_.size()) {
+    return fail(ErrorCode::not_found, "its forward op id " + std::to_string(spec.forward.value()) +
+                                          " is not an op added before it");
+  }
   auto inferred = semantics_->infer(spec.type, spec.attrs, input_types);
   if (!inferred) return in_op(std::move(inferred.error()));
   std::size_t count = inferred->size();
@@ -161,7 +165,7 @@ Expected<std::vector<TensorId>> GraphBuilder::add_op(OpSpec spec, bool single_ou
     outputs.push_back(out);
   }
   ops_.push_back(Op{id, std::move(name), std::move(spec.type), std::move(spec.attrs),
-                    std::move(spec.inputs), outputs});
+                    std::move(spec.inputs), outputs, spec.forward});
   op_names_.insert(ops_.back().name, id.value(), names_in(ops_));
   return outputs;
 }

@@ -20,6 +20,7 @@ struct OpSpec {
   std::string name = {};                       // empty: "<type>_<n>", n = the op id or next free
   std::vector<std::string> output_names = {};  // empty: "<op name>:<i>" ("<op name>" if just one)
   std::vector<TensorRole> output_roles = {};   // empty: all activation
+  OpId forward = {};  // backward/optimizer ops: the forward op they belong to
 };
 
 class GraphBuilder {

@@ -69,6 +69,10 @@ void append_op(std::string& out, Op const& op) {
   append_ids(out, op.inputs);
   out += ",\"outputs\":";
   append_ids(out, op.outputs);
+  if (op.forward.valid()) {
+    out += ",\"forward\":";
+    detail::append_int(out, op.forward.value());
+  }
   out += ",\"attrs\":{";
   bool first = true;
   for (auto const& [name, value] : op.attrs.items()) {
@@ -113,17 +117,19 @@ enum class Key : std::uint8_t {
   type,
   inputs,
   outputs,
-  attrs
+  attrs,
+  forward
 };
-constexpr std::array<std::string_view, 12> key_names = {"format", "tensors", "ops",     "id",
-                                                        "name",   "shape",   "dtype",   "role",
-                                                        "type",   "inputs",  "outputs", "attrs"};
+constexpr std::array<std::string_view, 13> key_names = {
+    "format", "tensors", "ops",    "id",      "name",  "shape",  "dtype",
+    "role",   "type",    "inputs", "outputs", "attrs", "forward"};
 constexpr std::uint32_t bit(Key key) {
   return 1u << static_cast<unsigned>(key);
 }
 constexpr std::uint32_t root_keys = bit(Key::format) | bit(Key::tensors) | bit(Key::ops);
 constexpr std::uint32_t tensor_keys =
     bit(Key::id) | bit(Key::name) | bit(Key::shape) | bit(Key::dtype) | bit(Key::role);
+// Required op keys; "forward" is optional (written only for backward and optimizer ops).
 constexpr std::uint32_t op_keys = bit(Key::id) | bit(Key::name) | bit(Key::type) |
                                   bit(Key::inputs) | bit(Key::outputs) | bit(Key::attrs);
 
@@ -148,7 +154,7 @@ std::optional<Key> parse_key(std::string_view name) {
     key = name[0] == 'f' ? Key::format : Key::inputs;
     break;
   case 7:
-    key = name[0] == 't' ? Key::tensors : Key::outputs;
+    key = name[0] == 't' ? Key::tensors : name[0] == 'o' ? Key::outputs : Key::forward;
     break;
   default:
     return std::nullopt;
@@ -258,7 +264,7 @@ class GraphReader {
     }
     std::uint32_t allowed = level_ == Level::root     ? root_keys
                             : level_ == Level::tensor ? tensor_keys
-                                                      : op_keys;
+                                                      : op_keys | bit(Key::forward);
     std::uint32_t& seen = level_ == Level::root ? root_seen_ : seen_;
     std::optional<Key> key = parse_key(name);
     if (!key || (allowed & bit(*key)) == 0) {
@@ -355,8 +361,17 @@ class GraphReader {
 
   bool on_integer(std::int64_t value) {
     switch (level_) {
-    case Level::tensor:
     case Level::op:
+      if (key_ == Key::forward) {
+        if (!is_id(value)) {
+          return fail("a forward op id must be an integer from 0 to " +
+                      std::to_string(OpId::invalid_value - 1));
+        }
+        ops_.back().forward = OpId(static_cast<OpId::value_type>(value));
+        return true;
+      }
+      [[fallthrough]];
+    case Level::tensor:
       if (key_ != Key::id) break;
       if (!is_id(value)) {
         return fail("an id must be an integer from 0 to " +
@@ -466,6 +481,8 @@ class GraphReader {
       return "an array of op objects";
     case Key::id:
       return "a non-negative integer";
+    case Key::forward:
+      return "a non-negative integer (the id of the forward op)";
     case Key::shape:
       return "an array of integer dimensions";
     case Key::inputs:

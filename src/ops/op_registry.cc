@@ -15,6 +15,8 @@ std::unique_ptr<OpRegistry> OpRegistry::with_builtins() {
   add_elementwise_ops(*registry);
   add_normalization_ops(*registry);
   add_layout_ops(*registry);
+  add_gradient_ops(*registry);
+  add_optimizer_ops(*registry);
   return registry;
 }
 

@@ -37,7 +37,7 @@ struct Expr {
     name,    // a parameter, or an iteration variable used as a value
     access,  // X[i,k]
     neg,     // -e
-    binary,  // e op e; op is one of + - * / < <= > >= == !=
+    binary,  // e op e; op is one of + - * / % < <= > >= == != (% is floored)
     call,    // f(e, ...): exp log sqrt rsqrt tanh sigmoid relu erf abs max min pow select
     reduce,  // sum|max|min|prod(vars) body
     opaque,  // opaque(X[..], W[..]): reads listed, semantics not given

@@ -58,7 +58,7 @@ struct BoundExpr {
   double value = 0;                 // constant
   int slot = -1;                    // var
   int input = -1;                   // access: input position
-  std::string op;                   // binary: + - * / < <= > >= == != ; call: function name
+  std::string op;                   // binary: + - * / % < <= > >= == != ; call: function name
   Reducer reducer = Reducer::none;  // reduce
   std::vector<int> slots;           // reduce: the variables it binds
   std::vector<BoundIndex> indices;  // access

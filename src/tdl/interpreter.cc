@@ -218,6 +218,10 @@ class Interpreter {
         return round(a * b);
       case '/':
         return round(a / b);
+      case '%': {  // floored, like index modulo: the result has the sign of b
+        double r = std::fmod(a, b);
+        return round(r != 0 && (r < 0) != (b < 0) ? r + b : r);
+      }
       case '<':
         return two ? (a <= b) : (a < b);
       case '>':

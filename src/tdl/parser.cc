@@ -275,7 +275,9 @@ class Parser {
                             /*once=*/true);
   }
   bool parse_additive(Expr& out) { return parse_left_assoc(out, {"+", "-"}, &Parser::parse_term); }
-  bool parse_term(Expr& out) { return parse_left_assoc(out, {"*", "/"}, &Parser::parse_unary); }
+  bool parse_term(Expr& out) {
+    return parse_left_assoc(out, {"*", "/", "%"}, &Parser::parse_unary);
+  }
 
   bool parse_unary(Expr& out) {
     if (peek_is("-")) {

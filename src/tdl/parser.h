@@ -6,7 +6,7 @@
 //   clause    := 'nosplit' '(' names ')' | 'split' '(' names ')' | 'pad' '(' NAME '=' num ')'
 //   expr      := additive [('<'|'<='|'>'|'>='|'=='|'!=') additive]
 //   additive  := term (('+'|'-') term)*
-//   term      := unary (('*'|'/') unary)*
+//   term      := unary (('*'|'/'|'%') unary)*      -- '%': floored modulo
 //   unary     := '-' unary | primary
 //   primary   := NUMBER | 'inf' | NAME | NAME '[' indices ']' | '(' expr ')'
 //              | REDUCER '(' vardecls ')' term        -- reduction; its body is one term

@@ -1,4 +1,5 @@
 // End-to-end tests of the `cleave` program: real processes, real files, exit codes and messages.
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -171,6 +172,68 @@ TEST(Cli, CheckGraphAndCustomOps) {
     custom |= o["name"] == "scaled_mm" && o["custom"].get<bool>();
   EXPECT_TRUE(custom);
   EXPECT_GE(ops.size(), 30u);
+}
+
+TEST(Cli, ModelsInspectAndExport) {
+  Outcome list = cleave("models --json");
+  ASSERT_EQ(list.code, 0) << list.err;
+  std::vector<std::string> names;
+  auto models = nlohmann::json::parse(list.out)["models"];
+  for (auto const& m : models) names.push_back(m["name"]);
+  for (char const* want : {"alexnet", "bert", "gpt", "inception", "mlp", "nmt", "resnet", "rnn", "vgg"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+
+  std::string spec = "mlp:layers=1,hidden=8,input=4,classes=2,batch=2";
+  Outcome inspect = cleave("inspect " + spec + " --json");
+  ASSERT_EQ(inspect.code, 0) << inspect.err;
+  auto j = nlohmann::json::parse(inspect.out);
+  std::int64_t params = 4 * 8 + 8 + 8 * 2 + 2;
+  EXPECT_EQ(j["parameters"], params);
+  EXPECT_EQ(j["parameter_bytes"], params * 4);
+  EXPECT_EQ(j["training_state_bytes"], params * 4 * 3);  // weights, gradients, momentum
+  EXPECT_GT(j["activation_bytes"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["flops_per_step"].get<std::int64_t>(), 2 * j["forward_flops"].get<std::int64_t>());
+  EXPECT_EQ(j["model"], spec + ",dtype=fp32");
+
+  Outcome adam = cleave("inspect " + spec + " --optimizer adam --json");
+  ASSERT_EQ(adam.code, 0) << adam.err;
+  EXPECT_EQ(nlohmann::json::parse(adam.out)["training_state_bytes"], params * 4 * 4);
+
+  std::string path = (scratch() / "mlp_train.json").string();
+  Outcome exported = cleave("export-graph " + spec + " -o " + path);
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  EXPECT_EQ(cleave("check-graph " + path).code, 0);
+  Outcome from_file = cleave("inspect " + path + " --json");
+  ASSERT_EQ(from_file.code, 0) << from_file.err;
+  auto f = nlohmann::json::parse(from_file.out);
+  EXPECT_EQ(f["parameters"], params);
+  EXPECT_EQ(f["training_ops"], j["training_ops"]);
+  EXPECT_EQ(f["flops_per_step"], j["flops_per_step"]);
+}
+
+TEST(Cli, Gpt3ScaleInspects) {
+  Outcome r = cleave("inspect gpt:layers=96,hidden=12288,heads=96,seq=2048 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  double billions = static_cast<double>(j["parameters"].get<std::int64_t>()) / 1e9;
+  EXPECT_GT(billions, 170);
+  EXPECT_LT(billions, 180);
+}
+
+TEST(Cli, BadModelsAreClearErrors) {
+  Bad cases[] = {
+      {"inspect resnett", "unknown model 'resnett'"},
+      {"inspect resnet:depht=50", "has no key 'depht'; accepted keys:"},
+      {"inspect gpt:hidden=100,heads=3", "heads=3 does not divide hidden=100"},
+      {"inspect mlp:batch=-1", "below the smallest accepted value"},
+      {"inspect mlp --optimizer rmsprop", "use sgd (with momentum) or adam"},
+      {"inspect /nonexistent/model.json", "cannot open"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
 }
 
 }  // namespace

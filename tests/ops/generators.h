@@ -45,11 +45,14 @@ using Generators = std::map<std::string, Generator>;
 
 // The forward built-in ops (generators_forward.cc).
 void add_forward_generators(Generators& g);
+// The gradient and optimizer ops (generators_gradients.cc).
+void add_gradient_generators(Generators& g);
 
 // Every family's generators.
 inline Generators all_generators() {
   Generators g;
   add_forward_generators(g);
+  add_gradient_generators(g);
   return g;
 }
 

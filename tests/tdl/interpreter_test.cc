@@ -105,6 +105,19 @@ TEST(Interpreter, GatherAndCrossEntropy) {
   EXPECT_NEAR(l->values[0], want, 1e-12);
 }
 
+TEST(Interpreter, ValueModuloIsFloored) {
+  BindContext ctx;
+  ctx.inputs = {{"X", f32({6})}};
+  ctx.params = {{"s", 3}};
+  // Variables as numbers: (i - 4) % 3 for i = 0..5 is 2 0 1 2 0 1 (floored, never negative).
+  auto op = must_bind("Y[i] = X[i] * ((i - 4) % s) + (-7.5 % -2)", ctx);
+  ASSERT_TRUE(op);
+  std::vector<TensorData> in = {TensorData::whole({6}, {1, 1, 1, 1, 1, 1})};
+  auto y = evaluate(*op, full_box(*op), in);
+  ASSERT_TRUE(y.has_value()) << y.error().to_string();
+  EXPECT_EQ(y->values, (std::vector<double>{0.5, -1.5, -0.5, 0.5, -1.5, -0.5}));
+}
+
 TEST(Interpreter, OpaqueOpsCannotBeEvaluated) {
   BindContext ctx;
   ctx.inputs = {{"X", f32({4})}};

@@ -23,6 +23,19 @@ TEST(Parser, ConvStatement) {
   EXPECT_EQ(body.args[1].name, "W");
 }
 
+TEST(Parser, ModuloInValuesBindsLikeMultiplication) {
+  // '%' in a value is floored modulo, at the precedence of '*' and '/' (used by the gradient of a
+  // strided convolution: only rows with (h + pt - dy) % sh == 0 receive a gradient).
+  auto st = parse_statement("Y[h] = X[h] * (h + 1 - 2 * d % 3 == 0)");
+  ASSERT_TRUE(st.has_value()) << st.error().to_string();
+  Expr const& cmp = st->rhs.args[1];
+  ASSERT_EQ(cmp.name, "==");
+  Expr const& diff = cmp.args[0];
+  ASSERT_EQ(diff.name, "-");
+  EXPECT_EQ(diff.args[1].name, "%");
+  EXPECT_EQ(diff.args[1].args[0].name, "*");
+}
+
 TEST(Parser, ReductionBodyIsOneTerm) {
   // sum binds its product, not the '+' after it.
   auto st = parse_statement("Y[i] = sum(k) A[i,k] * B[k] + C[i]");

@@ -1,0 +1,120 @@
+// Gradient rules of matmul, batch_matmul, linear, conv2d and pooling.
+#include "autodiff/gradient_rules.h"
+
+namespace cleave::autodiff {
+
+using Ints = std::vector<std::int64_t>;
+
+ir::TensorId GradContext::emit(std::string const& type, std::vector<ir::TensorId> inputs,
+                               ir::Attrs attrs, std::string const& suffix) {
+  return b_.op(type, std::move(inputs), std::move(attrs), op_.name + ".grad." + suffix,
+               ir::TensorRole::gradient, forward_);
+}
+
+GradientRules GradientRules::with_builtins() {
+  GradientRules rules;
+  add_dense_rules(rules);
+  add_pointwise_rules(rules);
+  return rules;
+}
+
+void GradientRules::add(std::string type, GradientRule rule) {
+  rules_[std::move(type)] = std::move(rule);
+}
+
+GradientRule const* GradientRules::find(std::string_view type) const {
+  auto it = rules_.find(type);
+  return it == rules_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+std::int64_t flag(bool b) { return b ? 1 : 0; }
+
+// Y = op(A) op(B): d op(A) = dY op(B)^T and d op(B) = op(A)^T dY, laid out as A and B are.
+void matmul_rule(GradContext& c, std::vector<ir::TensorId>& g, std::string const& type) {
+  bool ta = c.attrs().get_int("transpose_a", 0) != 0;
+  bool tb = c.attrs().get_int("transpose_b", 0) != 0;
+  auto a = c.input(0), b = c.input(1), dy = c.grad_output();
+  bool shared_b = type == "batch_matmul" && c.shape(b).size() == 2;
+  if (c.wanted(0)) {
+    if (!ta) {
+      g[0] = c.emit(type, {dy, b}, {{"transpose_b", flag(!tb)}}, "A");
+    } else if (shared_b) {
+      c.builder().fail(Error(ErrorCode::unsupported,
+                             "op '" + c.op().name +
+                                 "': the gradient of batch_matmul with transpose_a and a shared "
+                                 "2-D B is not supported; transpose A before the op"));
+    } else {
+      g[0] = c.emit(type, {b, dy}, {{"transpose_a", flag(tb)}, {"transpose_b", flag(true)}}, "A");
+    }
+  }
+  if (c.wanted(1)) {
+    if (shared_b) {
+      g[1] = c.emit("batch_matmul_grad_shared", {a, dy},
+                    {{"transpose_a", flag(ta)}, {"transpose_b", flag(tb)}}, "B");
+    } else if (!tb) {
+      g[1] = c.emit(type, {a, dy}, {{"transpose_a", flag(!ta)}}, "B");
+    } else {
+      g[1] = c.emit(type, {dy, a}, {{"transpose_a", flag(true)}, {"transpose_b", flag(ta)}}, "B");
+    }
+  }
+}
+
+// Attributes of the forward op that its gradient ops share, plus `extra`.
+ir::Attrs copy_attrs(GradContext const& c, std::initializer_list<char const*> names) {
+  ir::Attrs out;
+  for (char const* n : names)
+    if (auto const* v = c.attrs().find(n)) out.set(n, *v);
+  return out;
+}
+
+ir::Attrs with(ir::Attrs a, std::string name, ir::AttrValue v) {
+  a.set(std::move(name), std::move(v));
+  return a;
+}
+
+}  // namespace
+
+void add_dense_rules(GradientRules& rules) {
+  rules.add("matmul", [](GradContext& c, auto& g) { matmul_rule(c, g, "matmul"); });
+  rules.add("batch_matmul", [](GradContext& c, auto& g) { matmul_rule(c, g, "batch_matmul"); });
+  rules.add("linear", [](GradContext& c, auto& g) {
+    if (c.wanted(0)) g[0] = c.emit("linear_grad_input", {c.grad_output(), c.input(1)}, {}, "X");
+    if (c.wanted(1)) g[1] = c.emit("linear_grad_weight", {c.grad_output(), c.input(0)}, {}, "W");
+  });
+  rules.add("conv2d", [](GradContext& c, auto& g) {
+    ir::Attrs a = copy_attrs(c, {"stride", "padding", "dilation", "groups"});
+    auto const& w = c.shape(c.input(1));
+    if (c.wanted(0))
+      g[0] = c.emit("conv2d_grad_input", {c.grad_output(), c.input(1)},
+                    with(a, "input_shape", c.shape(c.input(0))), "X");
+    if (c.wanted(1))
+      g[1] = c.emit("conv2d_grad_weight", {c.grad_output(), c.input(0)},
+                    with(a, "kernel", Ints{w[2], w[3]}), "W");
+  });
+  rules.add("max_pool2d", [](GradContext& c, auto& g) {
+    if (c.wanted(0))
+      g[0] = c.emit("max_pool2d_grad", {c.input(0), c.output(), c.grad_output()},
+                    copy_attrs(c, {"kernel", "stride", "padding", "dilation", "ceil_mode"}), "X");
+  });
+  rules.add("avg_pool2d", [](GradContext& c, auto& g) {
+    if (c.wanted(0))
+      g[0] = c.emit("avg_pool2d_grad", {c.grad_output()},
+                    with(copy_attrs(c, {"kernel", "stride", "padding", "ceil_mode",
+                                        "count_include_pad"}),
+                         "input_shape", c.shape(c.input(0))),
+                    "X");
+  });
+  rules.add("global_avg_pool", [](GradContext& c, auto& g) {
+    if (c.wanted(0))
+      g[0] = c.emit("global_avg_pool_grad", {c.grad_output()},
+                    {{"input_shape", c.shape(c.input(0))}}, "X");
+  });
+  rules.add("global_max_pool", [](GradContext& c, auto& g) {
+    if (c.wanted(0))
+      g[0] = c.emit("global_max_pool_grad", {c.input(0), c.output(), c.grad_output()}, {}, "X");
+  });
+}
+
+}  // namespace cleave::autodiff

@@ -1,0 +1,170 @@
+#include "models/model_zoo.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+#include "support/assert.h"
+
+namespace cleave::models {
+
+std::int64_t ModelArgs::integer(std::string_view key) const {
+  auto it = values_.find(key);
+  CLEAVE_ASSERT(it != values_.end(), "model reads a key it did not declare");
+  return std::strtoll(it->second.c_str(), nullptr, 10);
+}
+
+double ModelArgs::real(std::string_view key) const {
+  auto it = values_.find(key);
+  CLEAVE_ASSERT(it != values_.end(), "model reads a key it did not declare");
+  return std::strtod(it->second.c_str(), nullptr);
+}
+
+std::string const& ModelArgs::text(std::string_view key) const {
+  auto it = values_.find(key);
+  CLEAVE_ASSERT(it != values_.end(), "model reads a key it did not declare");
+  return it->second;
+}
+
+ir::DType ModelArgs::dtype() const { return *ir::parse_dtype(text("dtype")); }
+
+Expected<ModelSpec> parse_model_spec(std::string_view text) {
+  ModelSpec spec;
+  auto colon = text.find(':');
+  spec.name = std::string(text.substr(0, colon));
+  if (spec.name.empty())
+    return Error(ErrorCode::parse_error, "model '" + std::string(text) +
+                                             "' has no name; write NAME or NAME:key=value,...");
+  if (colon == std::string_view::npos) return spec;
+  std::string_view rest = text.substr(colon + 1);
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size())
+      return Error(ErrorCode::parse_error, "model '" + std::string(text) + "': '" +
+                                               std::string(item) +
+                                               "' is not key=value; write NAME:key=value,...");
+    spec.args.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return spec;
+}
+
+namespace {
+
+ModelKey dtype_key() {
+  return {"dtype", KeyKind::choice, "fp32", "element type of weights and activations", 1,
+          {"fp32", "fp16", "bf16"}};
+}
+
+std::string accepted(ModelDef const& def) {
+  std::string out;
+  for (auto const& k : def.keys) {
+    out += "\n  " + k.name + " (default " + k.fallback + "): " + k.doc;
+    if (k.kind == KeyKind::integer) out += "; an integer >= " + std::to_string(k.min);
+    if (k.kind == KeyKind::choice) {
+      out += "; one of";
+      for (auto const& c : k.choices) out += " " + c;
+    }
+  }
+  return out;
+}
+
+Status check_value(ModelDef const& def, ModelKey const& key, std::string const& value) {
+  std::string what = "model '" + def.name + "': " + key.name + "=" + value;
+  if (key.kind == KeyKind::integer) {
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size())
+      return Error(ErrorCode::invalid_argument, what + " is not an integer; accepted keys:" + accepted(def));
+    if (v < key.min)
+      return Error(ErrorCode::invalid_argument,
+                   what + " is below the smallest accepted value " + std::to_string(key.min));
+  } else if (key.kind == KeyKind::real) {
+    char* end = nullptr;
+    std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size())
+      return Error(ErrorCode::invalid_argument, what + " is not a number");
+  } else if (std::find(key.choices.begin(), key.choices.end(), value) == key.choices.end()) {
+    return Error(ErrorCode::invalid_argument, what + " is not accepted; accepted keys:" + accepted(def));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+ModelZoo ModelZoo::with_builtins() {
+  ModelZoo zoo;
+  add_mlp(zoo);
+  add_cnns(zoo);
+  add_resnet(zoo);
+  add_inception(zoo);
+  add_rnns(zoo);
+  add_transformers(zoo);
+  return zoo;
+}
+
+Status ModelZoo::add(ModelDef def) {
+  if (defs_.count(def.name))
+    return Error(ErrorCode::invalid_argument, "model '" + def.name + "' is already registered");
+  def.keys.push_back(dtype_key());
+  std::string name = def.name;
+  defs_.emplace(std::move(name), std::move(def));
+  return Status::ok();
+}
+
+ModelDef const* ModelZoo::find(std::string_view name) const {
+  auto it = defs_.find(name);
+  return it == defs_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> ModelZoo::names() const {
+  std::vector<std::string> out;
+  for (auto const& [name, def] : defs_) out.push_back(name);
+  return out;
+}
+
+Expected<ModelArgs> ModelZoo::resolve(ModelSpec const& spec) const {
+  ModelDef const* def = find(spec.name);
+  if (!def) {
+    std::string known;
+    for (auto const& n : names()) known += (known.empty() ? "" : ", ") + n;
+    return Error(ErrorCode::not_found, "unknown model '" + spec.name + "'; the zoo has " + known +
+                                           " (`cleave models` lists their keys), or give a "
+                                           "graph file (.json)");
+  }
+  ModelArgs args;
+  for (auto const& [key, value] : spec.args) {
+    auto k = std::find_if(def->keys.begin(), def->keys.end(),
+                          [&](ModelKey const& m) { return m.name == key; });
+    if (k == def->keys.end())
+      return Error(ErrorCode::invalid_argument, "model '" + def->name + "' has no key '" + key +
+                                                    "'; accepted keys:" + accepted(*def));
+    if (args.values_.count(key))
+      return Error(ErrorCode::invalid_argument, "model '" + def->name + "': key '" + key + "' is given twice");
+    CLEAVE_CHECK_OK(check_value(*def, *k, value));
+    args.values_[key] = value;
+  }
+  args.canonical_ = def->name;
+  char sep = ':';
+  for (auto const& k : def->keys) {
+    auto [it, inserted] = args.values_.emplace(k.name, k.fallback);
+    args.canonical_ += sep + k.name + "=" + it->second;
+    sep = ',';
+  }
+  return args;
+}
+
+Expected<ir::Graph> ModelZoo::build(std::string_view text, ops::OpRegistry const& registry) const {
+  CLEAVE_TRY(ModelSpec spec, parse_model_spec(text));
+  CLEAVE_TRY(ModelArgs args, resolve(spec));
+  ops::OpBuilder b(registry);
+  find(spec.name)->build(b, args);
+  auto graph = b.finish();
+  if (!graph) return std::move(graph).error().with_context("in model " + args.canonical());
+  return graph;
+}
+
+}  // namespace cleave::models

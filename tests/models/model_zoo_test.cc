@@ -1,0 +1,77 @@
+#include "models/model_zoo.h"
+
+#include <gtest/gtest.h>
+
+namespace cleave::models {
+namespace {
+
+std::int64_t parameters(ir::Graph const& g) {
+  std::int64_t n = 0;
+  for (auto const& t : g.tensors())
+    if (t.role == ir::TensorRole::weight) n += ir::num_elements(t.type.shape);
+  return n;
+}
+
+class Zoo : public ::testing::Test {
+ protected:
+  std::unique_ptr<ops::OpRegistry> registry_ = ops::OpRegistry::with_builtins();
+  ModelZoo zoo_ = ModelZoo::with_builtins();
+};
+
+TEST_F(Zoo, SpecParsing) {
+  auto s = parse_model_spec("resnet:depth=50,width=2");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->name, "resnet");
+  ASSERT_EQ(s->args.size(), 2u);
+  EXPECT_EQ(s->args[1], (std::pair<std::string, std::string>{"width", "2"}));
+  EXPECT_FALSE(parse_model_spec("resnet:depth").has_value());
+  EXPECT_FALSE(parse_model_spec(":depth=2").has_value());
+  EXPECT_FALSE(parse_model_spec("mlp:layers=").has_value());
+}
+
+TEST_F(Zoo, MlpParametersAndLoss) {
+  auto g = zoo_.build("mlp:layers=2,hidden=32,input=16,classes=4,batch=8", *registry_);
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  EXPECT_EQ(parameters(*g), (16 * 32 + 32) + (32 * 32 + 32) + (32 * 4 + 4));
+  auto loss = g->find_tensor("loss");
+  ASSERT_TRUE(loss.has_value());
+  EXPECT_TRUE(g->tensor(*loss).type.shape.empty());
+}
+
+TEST_F(Zoo, CanonicalSpecSpellsOutEveryKey) {
+  auto args = zoo_.resolve(*parse_model_spec("mlp:hidden=8"));
+  ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->canonical(), "mlp:layers=3,hidden=8,input=784,classes=10,batch=64,dtype=fp32");
+}
+
+TEST_F(Zoo, BadSpecsListWhatIsAccepted) {
+  struct Bad {
+    char const* spec;
+    char const* message;
+  } cases[] = {
+      {"mlpp", "unknown model 'mlpp'; the zoo has"},
+      {"mlp:depth=3", "model 'mlp' has no key 'depth'; accepted keys:\n  layers (default 3)"},
+      {"mlp:hidden=-4", "hidden=-4 is below the smallest accepted value 1"},
+      {"mlp:hidden=abc", "hidden=abc is not an integer"},
+      {"mlp:dtype=fp64", "dtype=fp64 is not accepted"},
+      {"mlp:batch=2,batch=3", "key 'batch' is given twice"},
+  };
+  for (auto const& c : cases) {
+    auto g = zoo_.build(c.spec, *registry_);
+    ASSERT_FALSE(g.has_value()) << c.spec;
+    EXPECT_NE(g.error().message().find(c.message), std::string::npos)
+        << c.spec << "\n" << g.error().message();
+  }
+}
+
+TEST_F(Zoo, EveryModelBuildsAtItsDefaults) {
+  for (auto const& name : zoo_.names()) {
+    auto g = zoo_.build(name, *registry_);
+    ASSERT_TRUE(g.has_value()) << name << ": " << g.error().to_string();
+    EXPECT_TRUE(g->find_tensor("loss").has_value()) << name;
+    EXPECT_GT(parameters(*g), 0) << name;
+  }
+}
+
+}  // namespace
+}  // namespace cleave::models
