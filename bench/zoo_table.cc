@@ -1,6 +1,6 @@
 // The zoo beside the papers (issue 3): for each model configuration a paper reports, our figure
-// from the training graph (`cleave inspect`) and theirs, with the ratio. Prints Markdown; bench/run.sh
-// writes it to bench/results/zoo.md and docs/zoo.md explains the rows.
+// from the training graph (`cleave inspect`) and theirs, with the ratio. Prints Markdown;
+// bench/run.sh writes it to bench/results/zoo.md and docs/zoo.md explains the rows.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -16,10 +16,10 @@ using namespace cleave;
 
 // What a paper reports and how to read ours against it.
 enum class Measure {
-  weight_size_gib,   // Tofu Table 2: weights + gradients + optimizer state, in GiB ("GB")
-  memory_gb,         // SwapAdvisor Table 1: training memory, weights + state + saved activations
-  training_ops,      // SwapAdvisor Table 1: ops in the training graph
-  parameters,        // parameter counts
+  weight_size_gib,  // Tofu Table 2: weights + gradients + optimizer state, in GiB ("GB")
+  memory_gb,        // SwapAdvisor Table 1: training memory, weights + state + saved activations
+  training_ops,     // SwapAdvisor Table 1: ops in the training graph
+  parameters,       // parameter counts
 };
 
 struct Row {
@@ -32,21 +32,28 @@ struct Row {
 
 double ours(report::ModelSummary const& s, Measure m) {
   switch (m) {
-    case Measure::weight_size_gib: return static_cast<double>(s.training_state_bytes) / (1 << 30);
-    case Measure::memory_gb:
-      return static_cast<double>(s.training_state_bytes + s.activation_bytes) / 1e9;
-    case Measure::training_ops: return static_cast<double>(s.training_ops);
-    case Measure::parameters: return static_cast<double>(s.parameters);
+  case Measure::weight_size_gib:
+    return static_cast<double>(s.training_state_bytes) / (1 << 30);
+  case Measure::memory_gb:
+    return static_cast<double>(s.training_state_bytes + s.activation_bytes) / 1e9;
+  case Measure::training_ops:
+    return static_cast<double>(s.training_ops);
+  case Measure::parameters:
+    return static_cast<double>(s.parameters);
   }
   return 0;
 }
 
 char const* unit(Measure m) {
   switch (m) {
-    case Measure::weight_size_gib: return "GiB (weights+grads+momentum)";
-    case Measure::memory_gb: return "GB (state + saved activations)";
-    case Measure::training_ops: return "training ops";
-    case Measure::parameters: return "parameters";
+  case Measure::weight_size_gib:
+    return "GiB (weights+grads+momentum)";
+  case Measure::memory_gb:
+    return "GB (state + saved activations)";
+  case Measure::training_ops:
+    return "training ops";
+  case Measure::parameters:
+    return "parameters";
   }
   return "";
 }
@@ -64,40 +71,58 @@ std::string number(double v, Measure m) {
 std::vector<Row> rows() {
   std::vector<Row> r;
   // Tofu Table 2 (PAPERS.md §1): WResNet at widening factor 4/6/8/10, RNN at hidden 4K/6K/8K.
-  double const wres[3][4] = {{4.2, 9.6, 17.1, 26.7}, {7.8, 17.1, 30.6, 47.7}, {10.5, 23.4, 41.7, 65.1}};
+  double const wres[3][4] = {
+      {4.2, 9.6, 17.1, 26.7}, {7.8, 17.1, 30.6, 47.7}, {10.5, 23.4, 41.7, 65.1}};
   int const depth[3] = {50, 101, 152};
   for (int d = 0; d < 3; ++d)
     for (int w = 0; w < 4; ++w)
-      r.push_back({"Tofu T2", "WResNet", "resnet:depth=" + std::to_string(depth[d]) + ",width=" + std::to_string(4 + 2 * w),
-                   Measure::weight_size_gib, wres[d][w]});
+      r.push_back(
+          {"Tofu T2", "WResNet",
+           "resnet:depth=" + std::to_string(depth[d]) + ",width=" + std::to_string(4 + 2 * w),
+           Measure::weight_size_gib, wres[d][w]});
   double const rnn[3][3] = {{8.4, 18.6, 33.0}, {11.4, 28.5, 45.3}, {14.4, 32.1, 57.0}};
   for (int l = 0; l < 3; ++l)
     for (int h = 0; h < 3; ++h)
-      r.push_back({"Tofu T2", "RNN", "rnn:layers=" + std::to_string(6 + 2 * l) + ",hidden=" +
-                                         std::to_string(4096 + 2048 * h) + ",steps=20,batch=512,vocab=2",
+      r.push_back({"Tofu T2", "RNN",
+                   "rnn:layers=" + std::to_string(6 + 2 * l) +
+                       ",hidden=" + std::to_string(4096 + 2048 * h) + ",steps=20,batch=512,vocab=2",
                    Measure::weight_size_gib, rnn[l][h]});
   // SwapAdvisor Table 1 (PAPERS.md §4).
-  r.push_back({"SwapAdvisor T1", "WResNet-152-10", "resnet:depth=152,width=10,batch=64", Measure::memory_gb, 180});
-  r.push_back({"SwapAdvisor T1", "WResNet-152-10", "resnet:depth=152,width=10,batch=64", Measure::training_ops, 882});
-  r.push_back({"SwapAdvisor T1", "RNN-8-8K", "rnn:layers=8,hidden=8192,batch=256,vocab=2", Measure::memory_gb, 118});
-  r.push_back({"SwapAdvisor T1", "RNN-8-8K", "rnn:layers=8,hidden=8192,batch=256,vocab=2", Measure::training_ops, 8594});
+  r.push_back({"SwapAdvisor T1", "WResNet-152-10", "resnet:depth=152,width=10,batch=64",
+               Measure::memory_gb, 180});
+  r.push_back({"SwapAdvisor T1", "WResNet-152-10", "resnet:depth=152,width=10,batch=64",
+               Measure::training_ops, 882});
+  r.push_back({"SwapAdvisor T1", "RNN-8-8K", "rnn:layers=8,hidden=8192,batch=256,vocab=2",
+               Measure::memory_gb, 118});
+  r.push_back({"SwapAdvisor T1", "RNN-8-8K", "rnn:layers=8,hidden=8192,batch=256,vocab=2",
+               Measure::training_ops, 8594});
   // ParDNN Table 3 (PAPERS.md §3), in billions of parameters.
-  r.push_back({"ParDNN T3", "Word-RNN", "rnn:layers=8,hidden=2048,vocab=20000", Measure::parameters, 0.34e9});
-  r.push_back({"ParDNN T3", "Word-RNN-2", "rnn:layers=32,hidden=2048,vocab=20000", Measure::parameters, 1.18e9});
-  r.push_back({"ParDNN T3", "TRN", "gpt:layers=52,hidden=2048,heads=16,seq=2048,ffn=2", Measure::parameters, 1.99e9});
-  r.push_back({"ParDNN T3", "TRN-2", "gpt:layers=48,hidden=2048,heads=16,seq=2048", Measure::parameters, 5.1e9});
+  r.push_back({"ParDNN T3", "Word-RNN", "rnn:layers=8,hidden=2048,vocab=20000", Measure::parameters,
+               0.34e9});
+  r.push_back({"ParDNN T3", "Word-RNN-2", "rnn:layers=32,hidden=2048,vocab=20000",
+               Measure::parameters, 1.18e9});
+  r.push_back({"ParDNN T3", "TRN", "gpt:layers=52,hidden=2048,heads=16,seq=2048,ffn=2",
+               Measure::parameters, 1.99e9});
+  r.push_back({"ParDNN T3", "TRN-2", "gpt:layers=48,hidden=2048,heads=16,seq=2048",
+               Measure::parameters, 5.1e9});
   // Standard parameter counts (torchvision, Hugging Face, the GPT papers).
   r.push_back({"torchvision", "ResNet-50", "resnet:depth=50", Measure::parameters, 25557032});
   r.push_back({"torchvision", "ResNet-152", "resnet:depth=152", Measure::parameters, 60192808});
   r.push_back({"torchvision", "VGG-16", "vgg:depth=16", Measure::parameters, 138357544});
   r.push_back({"torchvision", "VGG-19", "vgg:depth=19", Measure::parameters, 143667240});
-  r.push_back({"torchvision", "Inception-v3 (no aux)", "inception:version=3", Measure::parameters, 23834568});
-  r.push_back({"HF BertModel", "BERT-large", "bert:layers=24,hidden=1024,heads=16", Measure::parameters, 335141888});
+  r.push_back({"torchvision", "Inception-v3 (no aux)", "inception:version=3", Measure::parameters,
+               23834568});
+  r.push_back({"HF BertModel", "BERT-large", "bert:layers=24,hidden=1024,heads=16",
+               Measure::parameters, 335141888});
   r.push_back({"GPT-2", "GPT-2 small", "gpt", Measure::parameters, 124439808});
-  r.push_back({"GPT-2", "GPT-2 medium", "gpt:layers=24,hidden=1024,heads=16", Measure::parameters, 354823168});
-  r.push_back({"GPT-2", "GPT-2 large", "gpt:layers=36,hidden=1280,heads=20", Measure::parameters, 774030080});
-  r.push_back({"GPT-2", "GPT-2 XL", "gpt:layers=48,hidden=1600,heads=25", Measure::parameters, 1557611200});
-  r.push_back({"GPT-3", "GPT-3 175B", "gpt:layers=96,hidden=12288,heads=96,seq=2048", Measure::parameters, 175e9});
+  r.push_back({"GPT-2", "GPT-2 medium", "gpt:layers=24,hidden=1024,heads=16", Measure::parameters,
+               354823168});
+  r.push_back({"GPT-2", "GPT-2 large", "gpt:layers=36,hidden=1280,heads=20", Measure::parameters,
+               774030080});
+  r.push_back(
+      {"GPT-2", "GPT-2 XL", "gpt:layers=48,hidden=1600,heads=25", Measure::parameters, 1557611200});
+  r.push_back({"GPT-3", "GPT-3 175B", "gpt:layers=96,hidden=12288,heads=96,seq=2048",
+               Measure::parameters, 175e9});
   return r;
 }
 
@@ -124,19 +149,21 @@ int main() {
         std::fprintf(stderr, "%s\n", train.error().to_string().c_str());
         return 1;
       }
-      auto s = report::summarize(row.spec, *train, static_cast<std::int64_t>(fwd->num_ops()), *registry);
+      auto s =
+          report::summarize(row.spec, *train, static_cast<std::int64_t>(fwd->num_ops()), *registry);
       if (!s) {
         std::fprintf(stderr, "%s\n", s.error().to_string().c_str());
         return 1;
       }
       summary = std::move(*s);
       cached_spec = row.spec;
-      slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      slowest = std::max(
+          slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     double o = ours(summary, row.measure);
-    std::printf("| %s | %s | `%s` | %s | %s | %s | %.2f |\n", row.source, row.model, row.spec.c_str(),
-                unit(row.measure), number(o, row.measure).c_str(), number(row.theirs, row.measure).c_str(),
-                o / row.theirs);
+    std::printf("| %s | %s | `%s` | %s | %s | %s | %.2f |\n", row.source, row.model,
+                row.spec.c_str(), unit(row.measure), number(o, row.measure).c_str(),
+                number(row.theirs, row.measure).c_str(), o / row.theirs);
   }
   std::printf("\nSlowest model (build + autodiff + inspect): %.2f s.\n", slowest);
   return 0;

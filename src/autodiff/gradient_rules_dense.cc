@@ -29,7 +29,9 @@ GradientRule const* GradientRules::find(std::string_view type) const {
 
 namespace {
 
-std::int64_t flag(bool b) { return b ? 1 : 0; }
+std::int64_t flag(bool b) {
+  return b ? 1 : 0;
+}
 
 // Y = op(A) op(B): d op(A) = dY op(B)^T and d op(B) = op(A)^T dY, laid out as A and B are.
 void matmul_rule(GradContext& c, std::vector<ir::TensorId>& g, std::string const& type) {
@@ -100,11 +102,11 @@ void add_dense_rules(GradientRules& rules) {
   });
   rules.add("avg_pool2d", [](GradContext& c, auto& g) {
     if (c.wanted(0))
-      g[0] = c.emit("avg_pool2d_grad", {c.grad_output()},
-                    with(copy_attrs(c, {"kernel", "stride", "padding", "ceil_mode",
-                                        "count_include_pad"}),
-                         "input_shape", c.shape(c.input(0))),
-                    "X");
+      g[0] = c.emit(
+          "avg_pool2d_grad", {c.grad_output()},
+          with(copy_attrs(c, {"kernel", "stride", "padding", "ceil_mode", "count_include_pad"}),
+               "input_shape", c.shape(c.input(0))),
+          "X");
   });
   rules.add("global_avg_pool", [](GradContext& c, auto& g) {
     if (c.wanted(0))

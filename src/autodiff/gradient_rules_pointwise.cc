@@ -126,9 +126,10 @@ void add_layout(GradientRules& rules) {
     for (std::size_t i = 0; i < c.num_inputs(); ++i) {
       std::int64_t size = c.shape(c.input(i))[static_cast<std::size_t>(axis)];
       if (c.wanted(i))
-        g[i] = c.emit("slice", {c.grad_output()},
-                      {{"starts", Ints{offset}}, {"ends", Ints{offset + size}}, {"axes", Ints{axis}}},
-                      "X" + std::to_string(i));
+        g[i] =
+            c.emit("slice", {c.grad_output()},
+                   {{"starts", Ints{offset}}, {"ends", Ints{offset + size}}, {"axes", Ints{axis}}},
+                   "X" + std::to_string(i));
       offset += size;
     }
   });
@@ -145,11 +146,13 @@ void add_layout(GradientRules& rules) {
     std::iota(reverse.rbegin(), reverse.rend(), 0);
     Ints perm = c.attrs().get_ints("perm", reverse);
     Ints inverse(rank);
-    for (std::size_t k = 0; k < rank; ++k) inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);
+    for (std::size_t k = 0; k < rank; ++k)
+      inverse[static_cast<std::size_t>(perm[k])] = static_cast<std::int64_t>(k);
     g[0] = c.emit("transpose", {c.grad_output()}, {{"perm", inverse}}, "X");
   });
   rules.add("reshape", [](GradContext& c, auto& g) {
-    if (c.wanted(0)) g[0] = c.emit("reshape", {c.grad_output()}, {{"shape", c.shape(c.input(0))}}, "X");
+    if (c.wanted(0))
+      g[0] = c.emit("reshape", {c.grad_output()}, {{"shape", c.shape(c.input(0))}}, "X");
   });
 }
 

@@ -21,8 +21,10 @@ class TrainingGraphBuilder {
     ir::Tensor const& l = fwd_.tensor(*loss);
     if (!l.type.shape.empty() || !ir::is_floating(l.type.dtype) || !fwd_.producer(*loss).valid())
       return Error(ErrorCode::invalid_argument,
-                   "the loss '" + l.name + "' must be a floating-point scalar computed by an op, "
-                   "but it is " + ir::type_to_string(l.type) +
+                   "the loss '" + l.name +
+                       "' must be a floating-point scalar computed by an op, "
+                       "but it is " +
+                       ir::type_to_string(l.type) +
                        (fwd_.producer(*loss).valid() ? "" : " and has no producer"));
     copy_forward();
     mark(*loss);
@@ -42,7 +44,8 @@ class TrainingGraphBuilder {
       spec.type = op.type;
       spec.attrs = op.attrs;
       spec.name = op.name;
-      for (auto in : op.inputs) spec.inputs.push_back(map_[in.value()]);
+      for (auto in : op.inputs)
+        spec.inputs.push_back(map_[in.value()]);
       for (auto out : op.outputs) {
         spec.output_names.push_back(fwd_.tensor(out).name);
         spec.output_roles.push_back(fwd_.tensor(out).role);
@@ -63,14 +66,16 @@ class TrainingGraphBuilder {
       ir::Op const& op = fwd_.op(id);
       bool any = std::any_of(op.inputs.begin(), op.inputs.end(),
                              [&](ir::TensorId in) { return requires_[in.value()]; });
-      for (auto out : op.outputs) requires_[out.value()] = any;
+      for (auto out : op.outputs)
+        requires_[out.value()] = any;
     }
     reaches_[loss.value()] = true;
     auto order = fwd_.topo_order();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       ir::Op const& op = fwd_.op(*it);
       if (!reaches_[op.outputs[0].value()]) continue;
-      for (auto in : op.inputs) reaches_[in.value()] = true;
+      for (auto in : op.inputs)
+        reaches_[in.value()] = true;
     }
   }
 
@@ -160,8 +165,10 @@ class TrainingGraphBuilder {
         b_.op("sgd_update", {w, v}, {{"lr", options_.learning_rate}}, updated,
               ir::TensorRole::weight, group);
       } else {
-        auto m = update_state("adam_moment1", state(".adam_m"), {{"beta1", options_.beta1}}, ".adam_m");
-        auto v = update_state("adam_moment2", state(".adam_v"), {{"beta2", options_.beta2}}, ".adam_v");
+        auto m =
+            update_state("adam_moment1", state(".adam_m"), {{"beta1", options_.beta1}}, ".adam_m");
+        auto v =
+            update_state("adam_moment2", state(".adam_v"), {{"beta2", options_.beta2}}, ".adam_v");
         b_.op("adam_update", {w, m, v},
               {{"lr", options_.learning_rate},
                {"beta1", options_.beta1},
@@ -177,8 +184,8 @@ class TrainingGraphBuilder {
   TrainingOptions const& options_;
   ops::OpBuilder b_;
   GradientRules rules_;
-  std::vector<ir::TensorId> map_;   // forward tensor -> training tensor
-  std::vector<ir::OpId> op_map_;    // forward op -> training op
+  std::vector<ir::TensorId> map_;  // forward tensor -> training tensor
+  std::vector<ir::OpId> op_map_;   // forward op -> training op
   std::vector<bool> requires_, reaches_;
   std::vector<std::vector<ir::TensorId>> contributions_;  // gradient parts per forward tensor
   std::vector<ir::TensorId> totals_;
@@ -191,8 +198,9 @@ Expected<ir::Graph> build_training_graph(ir::Graph const& forward, ops::OpRegist
   for (auto const& op : forward.ops())
     if (op.forward.valid())
       return Error(ErrorCode::invalid_argument,
-                   "op '" + op.name + "' is already a backward or optimizer op: the graph is a "
-                   "training graph; give the forward graph");
+                   "op '" + op.name +
+                       "' is already a backward or optimizer op: the graph is a "
+                       "training graph; give the forward graph");
   return TrainingGraphBuilder(forward, registry, options).run();
 }
 
@@ -203,8 +211,8 @@ std::vector<ir::TensorId> saved_for_backward(ir::Graph const& training) {
     for (auto in : op.inputs) {
       ir::Tensor const& t = training.tensor(in);
       ir::OpId p = training.producer(in);
-      bool forward_value = p.valid() ? !training.op(p).forward.valid()
-                                     : t.role == ir::TensorRole::input;
+      bool forward_value =
+          p.valid() ? !training.op(p).forward.valid() : t.role == ir::TensorRole::input;
       if (forward_value) saved[in.value()] = true;
     }
   }

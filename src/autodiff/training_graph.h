@@ -17,9 +17,9 @@ struct TrainingOptions {
   std::string loss = "loss";  // the scalar tensor to minimise
   Optimizer optimizer = Optimizer::sgd;
   double learning_rate = 0.01;
-  double momentum = 0.9;  // sgd
+  double momentum = 0.9;                              // sgd
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam
-  std::int64_t step = 1;  // adam's bias correction
+  std::int64_t step = 1;                              // adam's bias correction
 };
 
 // Names in the training graph: a tensor's gradient is named by the backward op that computes it,

@@ -39,7 +39,8 @@ int run_models(bool json) {
         keys.push_back({{"name", k.name}, {"default", k.fallback}, {"doc", k.doc}});
       list.push_back({{"name", name}, {"summary", def->summary}, {"keys", std::move(keys)}});
     }
-    std::printf("%s\n", nlohmann::json{{"format", "cleave.models/1"}, {"models", list}}.dump(2).c_str());
+    std::printf("%s\n",
+                nlohmann::json{{"format", "cleave.models/1"}, {"models", list}}.dump(2).c_str());
     return 0;
   }
   for (auto const& name : zoo.names()) {
@@ -48,7 +49,8 @@ int run_models(bool json) {
     for (auto const& k : def->keys)
       std::printf("%-10s   %s = %s  %s\n", "", k.name.c_str(), k.fallback.c_str(), k.doc.c_str());
   }
-  std::printf("\nUse NAME[:key=value,...], e.g. resnet:depth=152,width=4 or gpt:layers=24,hidden=2048\n");
+  std::printf(
+      "\nUse NAME[:key=value,...], e.g. resnet:depth=152,width=4 or gpt:layers=24,hidden=2048\n");
   return 0;
 }
 

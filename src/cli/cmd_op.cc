@@ -101,7 +101,7 @@ Expected<ops::SplitReport> registered_report(ops::OpRegistry const& registry, Op
                      "or a TDL statement such as \"Y[i,j] = sum(k) A[i,k] * B[k,j]\"");
   }
   std::vector<ir::TensorType> types;
-  if (given.empty() && !schema->example_inputs.empty()) {
+  if (given.empty() && (!schema->example_inputs.empty() || schema->max_inputs == 0)) {
     types = schema->example_inputs;
     ir::Attrs merged = schema->example_attrs;
     for (auto const& [key, value] : attrs.items())

@@ -13,7 +13,8 @@ bool is_training_graph(ir::Graph const& g) {
 }
 
 bool ends_with(std::string const& s, std::string const& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace

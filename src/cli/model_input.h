@@ -11,8 +11,8 @@
 namespace cleave::cli {
 
 struct ModelInput {
-  std::string label;                    // the canonical zoo spec or the file path
-  std::optional<ir::Graph> forward;     // absent when the file held a training graph
+  std::string label;                 // the canonical zoo spec or the file path
+  std::optional<ir::Graph> forward;  // absent when the file held a training graph
   ir::Graph training;
 };
 

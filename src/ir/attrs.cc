@@ -72,21 +72,7 @@ std::string Attrs::to_string() const {
     if (!out.empty()) out += ", ";
     out += name;
     out += '=';
-    if (auto const* i = std::get_if<std::int64_t>(&value)) {
-      detail::append_int(out, *i);
-    } else if (auto const* f = std::get_if<double>(&value)) {
-      detail::append_double(out, *f);
-    } else if (auto const* s = std::get_if<std::string>(&value)) {
-      detail::append_quoted(out, *s);
-    } else {
-      out += '[';
-      auto const& list = std::get<std::vector<std::int64_t>>(value);
-      for (std::size_t k = 0; k < list.size(); ++k) {
-        if (k > 0) out += ',';
-        detail::append_int(out, list[k]);
-      }
-      out += ']';
-    }
+    detail::append_attr_value(out, value);
   }
   return out;
 }

@@ -40,24 +40,6 @@ void append_ids(std::string& out, std::vector<TensorId> const& ids) {
   out += ']';
 }
 
-void append_attr(std::string& out, AttrValue const& value) {
-  if (auto const* i = std::get_if<std::int64_t>(&value)) {
-    detail::append_int(out, *i);
-  } else if (auto const* f = std::get_if<double>(&value)) {
-    detail::append_double(out, *f);
-  } else if (auto const* s = std::get_if<std::string>(&value)) {
-    detail::append_quoted(out, *s);
-  } else {
-    out += '[';
-    auto const& list = std::get<std::vector<std::int64_t>>(value);
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      if (k > 0) out += ',';
-      detail::append_int(out, list[k]);
-    }
-    out += ']';
-  }
-}
-
 void append_op(std::string& out, Op const& op) {
   out += "{\"id\":";
   detail::append_int(out, op.id.value());
@@ -80,7 +62,7 @@ void append_op(std::string& out, Op const& op) {
     first = false;
     detail::append_quoted(out, name);
     out += ':';
-    append_attr(out, value);
+    detail::append_attr_value(out, value);
   }
   out += "}}";
 }

@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ir/attrs.h"
 
 namespace cleave::ir::detail {
 
@@ -61,6 +65,25 @@ inline void append_quoted(std::string& out, std::string_view text) {
   }
   out.append(text, plain_from);
   out += '"';
+}
+
+// An attribute value: an integer, a float (as append_double), a quoted string or "[1,2]".
+inline void append_attr_value(std::string& out, AttrValue const& value) {
+  if (auto const* i = std::get_if<std::int64_t>(&value)) {
+    append_int(out, *i);
+  } else if (auto const* f = std::get_if<double>(&value)) {
+    append_double(out, *f);
+  } else if (auto const* s = std::get_if<std::string>(&value)) {
+    append_quoted(out, *s);
+  } else {
+    out += '[';
+    auto const& list = std::get<std::vector<std::int64_t>>(value);
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      if (k > 0) out += ',';
+      append_int(out, list[k]);
+    }
+    out += ']';
+  }
 }
 
 }  // namespace cleave::ir::detail

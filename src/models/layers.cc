@@ -23,7 +23,9 @@ ir::TensorId conv2d(ops::OpBuilder& b, ir::TensorId x, Conv const& c, std::strin
   ir::DType dtype = b.type_of(x).dtype;
   auto const& shape = b.shape_of(x);
   std::int64_t in = shape.size() == 4 ? shape[1] : 1;
-  auto w = b.weight("weight", {c.out_channels, in / std::max<std::int64_t>(c.groups, 1), c.kernel_h, c.kernel_w}, dtype);
+  auto w = b.weight(
+      "weight", {c.out_channels, in / std::max<std::int64_t>(c.groups, 1), c.kernel_h, c.kernel_w},
+      dtype);
   auto y = b.op("conv2d", {x, w},
                 {{"stride", Ints{c.stride_h, c.stride_w}},
                  {"padding", Ints{c.pad_h, c.pad_w}},
@@ -59,7 +61,8 @@ ir::TensorId layer_norm(ops::OpBuilder& b, ir::TensorId x, std::string const& na
 ir::TensorId max_pool(ops::OpBuilder& b, ir::TensorId x, std::int64_t kernel, std::int64_t stride,
                       std::int64_t pad, std::string const& name) {
   return b.op("max_pool2d", {x},
-              {{"kernel", Ints{kernel, kernel}}, {"stride", Ints{stride, stride}},
+              {{"kernel", Ints{kernel, kernel}},
+               {"stride", Ints{stride, stride}},
                {"padding", Ints{pad, pad}}},
               name);
 }
@@ -67,7 +70,8 @@ ir::TensorId max_pool(ops::OpBuilder& b, ir::TensorId x, std::int64_t kernel, st
 ir::TensorId avg_pool(ops::OpBuilder& b, ir::TensorId x, std::int64_t kernel, std::int64_t stride,
                       std::int64_t pad, std::string const& name) {
   return b.op("avg_pool2d", {x},
-              {{"kernel", Ints{kernel, kernel}}, {"stride", Ints{stride, stride}},
+              {{"kernel", Ints{kernel, kernel}},
+               {"stride", Ints{stride, stride}},
                {"padding", Ints{pad, pad}}},
               name);
 }
@@ -93,7 +97,8 @@ LstmWeights lstm_weights(ops::OpBuilder& b, std::int64_t input, std::int64_t hid
                          std::string const& name, ir::DType dtype) {
   auto s = b.scope(name);
   return {b.weight("weight_ih", {4 * hidden, input}, dtype),
-          b.weight("weight_hh", {4 * hidden, hidden}, dtype), b.weight("bias", {4 * hidden}, dtype)};
+          b.weight("weight_hh", {4 * hidden, hidden}, dtype),
+          b.weight("bias", {4 * hidden}, dtype)};
 }
 
 LstmState lstm_cell(ops::OpBuilder& b, ir::TensorId x, LstmState state, LstmWeights const& w,
@@ -122,7 +127,8 @@ ir::TensorId self_attention(ops::OpBuilder& b, ir::TensorId x, std::int64_t head
   auto s = b.scope(name);
   auto const& shape = b.shape_of(x);
   if (shape.size() != 3) {
-    b.fail(Error(ErrorCode::shape_mismatch, "self_attention '" + b.scoped("") + "' needs [B, S, H] input"));
+    b.fail(Error(ErrorCode::shape_mismatch,
+                 "self_attention '" + b.scoped("") + "' needs [B, S, H] input"));
     return {};
   }
   std::int64_t batch = shape[0], seq = shape[1], hidden = shape[2];
@@ -140,7 +146,8 @@ ir::TensorId self_attention(ops::OpBuilder& b, ir::TensorId x, std::int64_t head
   auto k = split_heads(linear(b, x, hidden, "key"), "key");
   auto v = split_heads(linear(b, x, hidden, "value"), "value");
   auto scores = b.op("batch_matmul", {q, k}, {{"transpose_b", std::int64_t{1}}}, "scores");
-  auto scaled = b.op("scale", {scores}, {{"alpha", 1.0 / std::sqrt(static_cast<double>(d))}}, "scaled");
+  auto scaled =
+      b.op("scale", {scores}, {{"alpha", 1.0 / std::sqrt(static_cast<double>(d))}}, "scaled");
   if (causal) {
     // 0 on and below the diagonal, a large negative number above it; an input like the
     // framework's registered buffer.

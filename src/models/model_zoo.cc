@@ -26,15 +26,17 @@ std::string const& ModelArgs::text(std::string_view key) const {
   return it->second;
 }
 
-ir::DType ModelArgs::dtype() const { return *ir::parse_dtype(text("dtype")); }
+ir::DType ModelArgs::dtype() const {
+  return *ir::parse_dtype(text("dtype"));
+}
 
 Expected<ModelSpec> parse_model_spec(std::string_view text) {
   ModelSpec spec;
   auto colon = text.find(':');
   spec.name = std::string(text.substr(0, colon));
   if (spec.name.empty())
-    return Error(ErrorCode::parse_error, "model '" + std::string(text) +
-                                             "' has no name; write NAME or NAME:key=value,...");
+    return Error(ErrorCode::parse_error,
+                 "model '" + std::string(text) + "' has no name; write NAME or NAME:key=value,...");
   if (colon == std::string_view::npos) return spec;
   std::string_view rest = text.substr(colon + 1);
   while (!rest.empty()) {
@@ -55,8 +57,8 @@ Expected<ModelSpec> parse_model_spec(std::string_view text) {
 namespace {
 
 ModelKey dtype_key() {
-  return {"dtype", KeyKind::choice, "fp32", "element type of weights and activations", 1,
-          {"fp32", "fp16", "bf16"}};
+  return {"dtype", KeyKind::choice,         "fp32", "element type of weights and activations",
+          1,       {"fp32", "fp16", "bf16"}};
 }
 
 std::string accepted(ModelDef const& def) {
@@ -66,7 +68,8 @@ std::string accepted(ModelDef const& def) {
     if (k.kind == KeyKind::integer) out += "; an integer >= " + std::to_string(k.min);
     if (k.kind == KeyKind::choice) {
       out += "; one of";
-      for (auto const& c : k.choices) out += " " + c;
+      for (auto const& c : k.choices)
+        out += " " + c;
     }
   }
   return out;
@@ -78,7 +81,8 @@ Status check_value(ModelDef const& def, ModelKey const& key, std::string const& 
     std::int64_t v = 0;
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (ec != std::errc() || ptr != value.data() + value.size())
-      return Error(ErrorCode::invalid_argument, what + " is not an integer; accepted keys:" + accepted(def));
+      return Error(ErrorCode::invalid_argument,
+                   what + " is not an integer; accepted keys:" + accepted(def));
     if (v < key.min)
       return Error(ErrorCode::invalid_argument,
                    what + " is below the smallest accepted value " + std::to_string(key.min));
@@ -88,7 +92,8 @@ Status check_value(ModelDef const& def, ModelKey const& key, std::string const& 
     if (value.empty() || end != value.c_str() + value.size())
       return Error(ErrorCode::invalid_argument, what + " is not a number");
   } else if (std::find(key.choices.begin(), key.choices.end(), value) == key.choices.end()) {
-    return Error(ErrorCode::invalid_argument, what + " is not accepted; accepted keys:" + accepted(def));
+    return Error(ErrorCode::invalid_argument,
+                 what + " is not accepted; accepted keys:" + accepted(def));
   }
   return Status::ok();
 }
@@ -122,7 +127,8 @@ ModelDef const* ModelZoo::find(std::string_view name) const {
 
 std::vector<std::string> ModelZoo::names() const {
   std::vector<std::string> out;
-  for (auto const& [name, def] : defs_) out.push_back(name);
+  for (auto const& [name, def] : defs_)
+    out.push_back(name);
   return out;
 }
 
@@ -130,7 +136,8 @@ Expected<ModelArgs> ModelZoo::resolve(ModelSpec const& spec) const {
   ModelDef const* def = find(spec.name);
   if (!def) {
     std::string known;
-    for (auto const& n : names()) known += (known.empty() ? "" : ", ") + n;
+    for (auto const& n : names())
+      known += (known.empty() ? "" : ", ") + n;
     return Error(ErrorCode::not_found, "unknown model '" + spec.name + "'; the zoo has " + known +
                                            " (`cleave models` lists their keys), or give a "
                                            "graph file (.json)");
@@ -143,7 +150,8 @@ Expected<ModelArgs> ModelZoo::resolve(ModelSpec const& spec) const {
       return Error(ErrorCode::invalid_argument, "model '" + def->name + "' has no key '" + key +
                                                     "'; accepted keys:" + accepted(*def));
     if (args.values_.count(key))
-      return Error(ErrorCode::invalid_argument, "model '" + def->name + "': key '" + key + "' is given twice");
+      return Error(ErrorCode::invalid_argument,
+                   "model '" + def->name + "': key '" + key + "' is given twice");
     CLEAVE_CHECK_OK(check_value(*def, *k, value));
     args.values_[key] = value;
   }

@@ -19,7 +19,7 @@ enum class KeyKind { integer, real, choice };
 struct ModelKey {
   std::string name;
   KeyKind kind = KeyKind::integer;
-  std::string fallback;              // the documented default, as text
+  std::string fallback;  // the documented default, as text
   std::string doc;
   std::int64_t min = 1;              // integer keys: smallest accepted value
   std::vector<std::string> choices;  // choice keys: the accepted values
@@ -78,10 +78,10 @@ class ModelZoo {
 
 // Registration of the built-in model families (one file each).
 void add_mlp(ModelZoo& zoo);
-void add_cnns(ModelZoo& zoo);        // alexnet, vgg
-void add_resnet(ModelZoo& zoo);      // resnet (and WResNet via width)
-void add_inception(ModelZoo& zoo);   // inception v3
-void add_rnns(ModelZoo& zoo);        // rnn (stacked LSTM), nmt
+void add_cnns(ModelZoo& zoo);          // alexnet, vgg
+void add_resnet(ModelZoo& zoo);        // resnet (and WResNet via width)
+void add_inception(ModelZoo& zoo);     // inception v3
+void add_rnns(ModelZoo& zoo);          // rnn (stacked LSTM), nmt
 void add_transformers(ModelZoo& zoo);  // gpt, bert
 
 }  // namespace cleave::models

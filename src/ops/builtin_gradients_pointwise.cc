@@ -12,21 +12,15 @@ namespace {
 
 using namespace detail;
 
-std::vector<std::string> with_axis(std::vector<std::string> d, std::size_t axis, std::string var) {
-  d[axis] = std::move(var);
-  return d;
-}
-
 // dX[d..] = body, where each '@' stands for the first input's read and '$' for dY's.
 Expected<OpInstance> pointwise(std::string const& op, std::string const& first,
-                               std::string const& body, std::span<ir::TensorType const> in,
-                               tdl::Params params = {}) {
+                               std::string const& body, std::span<ir::TensorType const> in) {
   CLEAVE_CHECK_OK(expect_same_shapes(op, {first, "dY"}, in));
   auto d = dim_vars(in[0].shape.size());
   std::string expr;
   for (char c : body)
     expr += c == '@' ? ref(first, d) : c == '$' ? ref("dY", d) : std::string(1, c);
-  return instance(ref("dX", d) + " = " + expr, {first, "dY"}, std::move(params));
+  return instance(ref("dX", d) + " = " + expr, {first, "dY"});
 }
 
 Expected<OpInstance> gelu_grad(ir::Attrs const& a, std::span<ir::TensorType const> in) {
@@ -304,20 +298,10 @@ Expected<OpInstance> slice_grad(OpRegistry const& r, ir::Attrs const& a,
   CLEAVE_TRY(ir::Shape x, shape_attr(op, a, "input_shape", -1));
   CLEAVE_TRY(ir::TensorType y, forward_output(r, op, "slice", a, {{x, in[0].dtype}}));
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[0], y.shape, "slice of X " + ir::shape_to_string(x)));
-  auto starts = a.get_ints("starts", {});
-  auto axes = a.get_ints("axes", {});
-  auto steps = a.get_ints("steps", {});
-  if (axes.empty()) {
-    axes.resize(starts.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
+  CLEAVE_TRY(auto axes, slice_axes(op, a, x));
   std::map<std::size_t, std::pair<std::int64_t, std::int64_t>> sliced;  // axis -> (start, step)
-  for (std::size_t k = 0; k < starts.size(); ++k) {
-    CLEAVE_TRY(std::size_t ax, normalize_axis(op, axes[k], x.size()));
-    std::int64_t s = starts[k] < 0 ? starts[k] + x[ax] : starts[k];
-    sliced[ax] = {std::clamp<std::int64_t>(s, 0, x[ax]), steps[k]};  // as slice does
-  }
+  for (auto const& s : axes)
+    sliced[s.axis] = {s.start, s.step};
   auto d = dim_vars(x.size());
   auto idx = d;
   std::string hits;

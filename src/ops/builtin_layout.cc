@@ -44,38 +44,15 @@ Expected<OpInstance> concat(ir::Attrs const& a, std::span<ir::TensorType const> 
 
 Expected<OpInstance> slice(ir::Attrs const& a, std::span<ir::TensorType const> in) {
   auto const& x = in[0].shape;
-  auto starts = a.get_ints("starts", {});
-  auto ends = a.get_ints("ends", {});
-  auto axes = a.get_ints("axes", {});
-  auto steps = a.get_ints("steps", {});
-  if (axes.empty()) {
-    axes.resize(starts.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return Error(ErrorCode::invalid_argument,
-                 "slice: starts, ends, axes and steps must have the same length");
+  CLEAVE_TRY(auto axes, slice_axes("slice", a, x));
   auto d = dim_vars(x.size());
   auto idx = d;
   ir::Shape out = x;
   OpInstance inst;
-  for (std::size_t k = 0; k < starts.size(); ++k) {
-    CLEAVE_TRY(std::size_t ax, normalize_axis("slice", axes[k], x.size()));
-    if (steps[k] < 1)
-      return Error(ErrorCode::unsupported,
-                   "slice: steps must be >= 1, got " + std::to_string(steps[k]));
-    auto clamp = [&](std::int64_t v) {
-      if (v < 0) v += x[ax];
-      return std::clamp<std::int64_t>(v, 0, x[ax]);
-    };
-    std::int64_t s = clamp(starts[k]), e = clamp(ends[k]);
-    if (e <= s)
-      return shape_error("slice", "axis " + std::to_string(ax) + " selects nothing (start " +
-                                      std::to_string(s) + ", end " + std::to_string(e) + ")");
-    out[ax] = (e - s + steps[k] - 1) / steps[k];
-    idx[ax] = d[ax] + "*" + std::to_string(steps[k]) + "+" + std::to_string(s);
-    inst.extents[d[ax]] = out[ax];
+  for (auto const& s : axes) {
+    out[s.axis] = (s.end - s.start + s.step - 1) / s.step;
+    idx[s.axis] = d[s.axis] + "*" + std::to_string(s.step) + "+" + std::to_string(s.start);
+    inst.extents[d[s.axis]] = out[s.axis];
   }
   inst.tdl = ref("Y", d) + " = " + ref("X", idx);
   inst.input_names = {"X"};

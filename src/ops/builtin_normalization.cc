@@ -10,12 +10,6 @@ namespace {
 
 using namespace detail;
 
-// The indices of X with dimension `axis` replaced by `var`.
-std::vector<std::string> with_axis(std::vector<std::string> d, std::size_t axis, std::string var) {
-  d[axis] = std::move(var);
-  return d;
-}
-
 Expected<OpInstance> softmax(ir::Attrs const& a, std::span<ir::TensorType const> in) {
   CLEAVE_CHECK_OK(expect_rank("softmax", "X", in[0], 1, 12));
   CLEAVE_TRY(std::size_t axis,

@@ -1,11 +1,52 @@
 #include "ops/builtin_util.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace cleave::ops::detail {
 
 std::vector<std::string> dim_vars(std::size_t rank, std::string const& prefix) {
   std::vector<std::string> out;
   for (std::size_t d = 0; d < rank; ++d)
     out.push_back(prefix + std::to_string(d));
+  return out;
+}
+
+std::vector<std::string> with_axis(std::vector<std::string> d, std::size_t axis, std::string var) {
+  d[axis] = std::move(var);
+  return d;
+}
+
+Expected<std::vector<SliceAxis>> slice_axes(std::string const& op, ir::Attrs const& a,
+                                            ir::Shape const& x) {
+  auto starts = a.get_ints("starts", {});
+  auto ends = a.get_ints("ends", {});
+  auto axes = a.get_ints("axes", {});
+  auto steps = a.get_ints("steps", {});
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return Error(ErrorCode::invalid_argument,
+                 op + ": starts, ends, axes and steps must have the same length");
+  std::vector<SliceAxis> out;
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    CLEAVE_TRY(std::size_t ax, normalize_axis(op, axes[k], x.size()));
+    if (steps[k] < 1)
+      return Error(ErrorCode::unsupported,
+                   op + ": steps must be >= 1, got " + std::to_string(steps[k]));
+    auto clamp = [&](std::int64_t v) {
+      if (v < 0) v += x[ax];
+      return std::clamp<std::int64_t>(v, 0, x[ax]);
+    };
+    std::int64_t s = clamp(starts[k]), e = clamp(ends[k]);
+    if (e <= s)
+      return shape_error(op, "axis " + std::to_string(ax) + " selects nothing (start " +
+                                 std::to_string(s) + ", end " + std::to_string(e) + ")");
+    out.push_back({ax, s, e, steps[k]});
+  }
   return out;
 }
 

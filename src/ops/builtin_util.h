@@ -10,8 +10,19 @@ namespace cleave::ops::detail {
 
 // "d0", "d1", ... for a tensor of the given rank.
 std::vector<std::string> dim_vars(std::size_t rank, std::string const& prefix = "d");
+// The indices d with the one at `axis` replaced by `var`.
+std::vector<std::string> with_axis(std::vector<std::string> d, std::size_t axis, std::string var);
 // "X[a,b,c]".
 std::string ref(std::string const& tensor, std::vector<std::string> const& indices);
+// One sliced axis of a slice op (ONNX Slice semantics), validated and clamped to the input.
+struct SliceAxis {
+  std::size_t axis;
+  std::int64_t start, end, step;  // 0 <= start < end <= extent, step >= 1
+};
+// The slice attributes (starts, ends, axes, steps) of `op` applied to an input of shape x.
+Expected<std::vector<SliceAxis>> slice_axes(std::string const& op, ir::Attrs const& a,
+                                            ir::Shape const& x);
+
 // Axis in [-rank, rank) -> [0, rank), or an error naming the op.
 Expected<std::size_t> normalize_axis(std::string const& op, std::int64_t axis, std::size_t rank);
 Error shape_error(std::string const& op, std::string const& message);

@@ -69,7 +69,9 @@ OpBuilder::Scope::Scope(OpBuilder& b, std::string const& name)
   b.prefix_ += name + ".";
 }
 
-OpBuilder::Scope::~Scope() { builder_.prefix_.resize(previous_); }
+OpBuilder::Scope::~Scope() {
+  builder_.prefix_.resize(previous_);
+}
 
 void OpBuilder::fail(Error error) {
   if (!error_) error_ = std::move(error);

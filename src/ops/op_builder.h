@@ -24,8 +24,8 @@ class OpBuilder {
   // A one-output op; `name` (default "<type>_<n>") is scoped. `forward` records, for a backward
   // or optimizer op, the forward op it belongs to.
   ir::TensorId op(std::string const& type, std::vector<ir::TensorId> inputs, ir::Attrs attrs = {},
-                  std::string const& name = {},
-                  ir::TensorRole role = ir::TensorRole::activation, ir::OpId forward = {});
+                  std::string const& name = {}, ir::TensorRole role = ir::TensorRole::activation,
+                  ir::OpId forward = {});
   // An op given in full (names as they are, not scoped): for copying ops from another graph.
   ir::TensorId add(ir::OpSpec spec);
   // Framework split: one slice op per part.

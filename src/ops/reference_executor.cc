@@ -2,10 +2,10 @@
 
 namespace cleave::ops {
 
-Expected<std::vector<tdl::TensorData>> evaluate_graph(
-    ir::Graph const& graph, OpRegistry const& registry,
-    std::map<std::string, tdl::TensorData, std::less<>> const& sources,
-    tdl::EvalOptions options) {
+Expected<std::vector<tdl::TensorData>>
+evaluate_graph(ir::Graph const& graph, OpRegistry const& registry,
+               std::map<std::string, tdl::TensorData, std::less<>> const& sources,
+               tdl::EvalOptions options) {
   std::vector<tdl::TensorData> values(graph.num_tensors());
   for (auto const& t : graph.tensors()) {
     if (graph.producer(t.id).valid()) continue;
@@ -25,9 +25,11 @@ Expected<std::vector<tdl::TensorData>> evaluate_graph(
     CLEAVE_TRY(auto bound, registry.bind(graph, id));
     std::vector<tdl::TensorData> inputs;
     inputs.reserve(op.inputs.size());
-    for (auto in : op.inputs) inputs.push_back(values[in.value()]);
+    for (auto in : op.inputs)
+      inputs.push_back(values[in.value()]);
     auto out = tdl::evaluate(*bound, tdl::full_box(*bound), inputs, options);
-    if (!out) return std::move(out).error().with_context("in op '" + op.name + "' (" + op.type + ")");
+    if (!out)
+      return std::move(out).error().with_context("in op '" + op.name + "' (" + op.type + ")");
     values[op.outputs[0].value()] = std::move(*out);
   }
   return values;

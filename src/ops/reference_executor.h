@@ -15,9 +15,9 @@ namespace cleave::ops {
 
 // `sources` gives the value of every source tensor (inputs, weights, optimizer state) by name.
 // The result holds every tensor's value, indexed by tensor id.
-Expected<std::vector<tdl::TensorData>> evaluate_graph(
-    ir::Graph const& graph, OpRegistry const& registry,
-    std::map<std::string, tdl::TensorData, std::less<>> const& sources,
-    tdl::EvalOptions options = {});
+Expected<std::vector<tdl::TensorData>>
+evaluate_graph(ir::Graph const& graph, OpRegistry const& registry,
+               std::map<std::string, tdl::TensorData, std::less<>> const& sources,
+               tdl::EvalOptions options = {});
 
 }  // namespace cleave::ops

@@ -1,8 +1,7 @@
 #include "report/model_summary.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "autodiff/training_graph.h"
@@ -55,10 +54,12 @@ Expected<ModelSummary> summarize(std::string model, ir::Graph const& g,
   // One gradient per weight, of its size and dtype, lives until the optimizer has read it.
   s.gradient_bytes = s.parameter_bytes;
   s.training_state_bytes = s.parameter_bytes + s.gradient_bytes + s.optimizer_state_bytes;
-  for (auto t : autodiff::saved_for_backward(g)) s.activation_bytes += bytes_of(g.tensor(t));
+  for (auto t : autodiff::saved_for_backward(g))
+    s.activation_bytes += bytes_of(g.tensor(t));
 
   std::vector<TensorSummary> all;
-  for (auto const& t : g.tensors()) all.push_back({t.name, t.type, t.role, bytes_of(t)});
+  for (auto const& t : g.tensors())
+    all.push_back({t.name, t.type, t.role, bytes_of(t)});
   std::size_t n = std::min(largest, all.size());
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(),
                     [](auto const& a, auto const& b) { return a.bytes > b.bytes; });

@@ -32,7 +32,7 @@ struct ModelSummary {
   std::int64_t activation_bytes = 0;       // forward tensors saved for backward
   std::int64_t flops_per_step = 0;         // forward + backward + optimizer
   std::int64_t forward_flops = 0;
-  std::vector<TensorSummary> largest;      // the largest tensors, biggest first
+  std::vector<TensorSummary> largest;  // the largest tensors, biggest first
 };
 
 // `training` is a training graph (autodiff::build_training_graph); `forward_ops` the size of the

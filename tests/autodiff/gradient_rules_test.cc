@@ -2,9 +2,8 @@
 // generators): the op's float inputs become weights, a loss is attached, and the gradients of the
 // training graph are compared with central finite differences of the forward loss (reference
 // interpreter, fp64).
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 
 #include "autodiff/training_graph.h"
 #include "ops/generators.h"
@@ -27,12 +26,14 @@ Expected<ir::Graph> graph_for(ops::OpRegistry const& r, std::string const& type,
   ops::OpBuilder b(r);
   std::vector<ir::TensorId> ins;
   for (std::size_t i = 0; i < c.inputs.size(); ++i)
-    ins.push_back(b.source("in" + std::to_string(i), c.inputs[i],
-                           is_weight(type, i, c.inputs[i]) ? ir::TensorRole::weight : ir::TensorRole::input));
+    ins.push_back(
+        b.source("in" + std::to_string(i), c.inputs[i],
+                 is_weight(type, i, c.inputs[i]) ? ir::TensorRole::weight : ir::TensorRole::input));
   auto y = b.op(type, ins, c.attrs, "op");
   std::int64_t n = ir::num_elements(b.shape_of(y));
   auto row = b.op("reshape", {y}, {{"shape", std::vector<std::int64_t>{1, n}}}, "row");
-  if (b.type_of(y).dtype != ir::DType::fp32) row = b.op("cast", {row}, {{"dtype", std::string("fp32")}}, "to_fp32");
+  if (b.type_of(y).dtype != ir::DType::fp32)
+    row = b.op("cast", {row}, {{"dtype", std::string("fp32")}}, "to_fp32");
   auto labels = b.input("labels", {1}, ir::DType::int64);
   b.op("cross_entropy", {row, labels}, {}, "loss");
   return b.finish();

@@ -1,13 +1,11 @@
 // The training graph of whole tiny models checked against central finite differences of the
 // forward graph's loss (reference interpreter, fp64), and the optimizer update checked against
 // its formula.
-#include "autodiff/training_graph.h"
-
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 #include <random>
 
+#include "autodiff/training_graph.h"
 #include "models/layers.h"
 #include "models/model_zoo.h"
 #include "ops/reference_executor.h"
@@ -75,7 +73,8 @@ class GradientCheck : public ::testing::Test {
         Sources plus = s, minus = s;
         plus.at(t.name).values[i] += h;
         minus.at(t.name).values[i] -= h;
-        double fd = (loss_of(forward, *registry_, plus) - loss_of(forward, *registry_, minus)) / (2 * h);
+        double fd =
+            (loss_of(forward, *registry_, plus) - loss_of(forward, *registry_, minus)) / (2 * h);
         EXPECT_NEAR(grad.values[i], fd, 1e-6 + 1e-5 * std::abs(fd)) << t.name << "[" << i << "]";
         ++checked;
       }
@@ -137,7 +136,8 @@ TEST_F(GradientCheck, AttentionBlockWithSharedEmbedding) {
 
 TEST(TrainingGraph, StructureNamesAndOptimizerUpdate) {
   auto registry = ops::OpRegistry::with_builtins();
-  auto fwd = models::ModelZoo::with_builtins().build("mlp:layers=1,hidden=4,input=3,classes=2,batch=2", *registry);
+  auto fwd = models::ModelZoo::with_builtins().build(
+      "mlp:layers=1,hidden=4,input=3,classes=2,batch=2", *registry);
   ASSERT_TRUE(fwd.has_value());
   TrainingOptions opt;
   opt.learning_rate = 0.5;
@@ -175,12 +175,14 @@ TEST(TrainingGraph, StructureNamesAndOptimizerUpdate) {
   // Saved for backward: forward activations and inputs, never weights.
   auto saved = saved_for_backward(*train);
   EXPECT_FALSE(saved.empty());
-  for (auto t : saved) EXPECT_NE(train->tensor(t).role, ir::TensorRole::weight);
+  for (auto t : saved)
+    EXPECT_NE(train->tensor(t).role, ir::TensorRole::weight);
 }
 
 TEST(TrainingGraph, AdamHasTwoStatesPerWeight) {
   auto registry = ops::OpRegistry::with_builtins();
-  auto fwd = models::ModelZoo::with_builtins().build("mlp:layers=1,hidden=4,input=3,classes=2,batch=2", *registry);
+  auto fwd = models::ModelZoo::with_builtins().build(
+      "mlp:layers=1,hidden=4,input=3,classes=2,batch=2", *registry);
   ASSERT_TRUE(fwd.has_value());
   TrainingOptions opt;
   opt.optimizer = Optimizer::adam;
@@ -199,7 +201,8 @@ TEST(TrainingGraph, BadInput) {
   auto x = b.input("x", {2, 3});
   auto w = b.weight("w", {3, 3});
   auto y = b.op("twice", {b.op("matmul", {x, w}, {}, "mm")}, {}, "custom");
-  auto vec = b.op("global_avg_pool", {b.op("reshape", {y}, {{"shape", Ints{1, 1, 2, 3}}}, "r")}, {}, "p");
+  auto vec =
+      b.op("global_avg_pool", {b.op("reshape", {y}, {{"shape", Ints{1, 1, 2, 3}}}, "r")}, {}, "p");
   auto g = b.finish();
   ASSERT_TRUE(g.has_value()) << g.error().to_string();
   auto no_loss = build_training_graph(*g, *registry);
@@ -209,7 +212,8 @@ TEST(TrainingGraph, BadInput) {
   named.loss = "p";
   auto not_scalar = build_training_graph(*g, *registry, named);
   ASSERT_FALSE(not_scalar.has_value());
-  EXPECT_NE(not_scalar.error().message().find("must be a floating-point scalar"), std::string::npos);
+  EXPECT_NE(not_scalar.error().message().find("must be a floating-point scalar"),
+            std::string::npos);
   (void)vec;
 
   ops::OpBuilder b2(*registry);
@@ -224,7 +228,8 @@ TEST(TrainingGraph, BadInput) {
   ASSERT_FALSE(no_rule.has_value());
   EXPECT_NE(no_rule.error().message().find("no gradient rule for op type 'twice' (op 'custom')"),
             std::string::npos);
-  auto train = build_training_graph(*models::ModelZoo::with_builtins().build("mlp:layers=1,batch=2", *registry), *registry);
+  auto train = build_training_graph(
+      *models::ModelZoo::with_builtins().build("mlp:layers=1,batch=2", *registry), *registry);
   ASSERT_TRUE(train.has_value());
   auto again = build_training_graph(*train, *registry);
   ASSERT_FALSE(again.has_value());

@@ -179,8 +179,10 @@ TEST(Cli, ModelsInspectAndExport) {
   ASSERT_EQ(list.code, 0) << list.err;
   std::vector<std::string> names;
   auto models = nlohmann::json::parse(list.out)["models"];
-  for (auto const& m : models) names.push_back(m["name"]);
-  for (char const* want : {"alexnet", "bert", "gpt", "inception", "mlp", "nmt", "resnet", "rnn", "vgg"})
+  for (auto const& m : models)
+    names.push_back(m["name"]);
+  for (char const* want :
+       {"alexnet", "bert", "gpt", "inception", "mlp", "nmt", "resnet", "rnn", "vgg"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 
   std::string spec = "mlp:layers=1,hidden=8,input=4,classes=2,batch=2";

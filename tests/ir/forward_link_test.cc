@@ -8,7 +8,9 @@
 namespace cleave::ir {
 namespace {
 
-TensorType f32(Shape s) { return {std::move(s), DType::fp32}; }
+TensorType f32(Shape s) {
+  return {std::move(s), DType::fp32};
+}
 
 struct Built {
   testing::FakeSemantics semantics;
@@ -44,7 +46,8 @@ TEST(ForwardLink, RoundTripsThroughJson) {
 
 TEST(ForwardLink, MustNameAnEarlierForwardOp) {
   Built b;
-  auto ahead = b.builder.add_op1({.type = "identity", .inputs = {b.x}, .name = "g", .forward = OpId(7)});
+  auto ahead =
+      b.builder.add_op1({.type = "identity", .inputs = {b.x}, .name = "g", .forward = OpId(7)});
   ASSERT_FALSE(ahead.has_value());
   EXPECT_NE(ahead.error().to_string().find("forward op id 7"), std::string::npos);
 

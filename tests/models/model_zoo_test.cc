@@ -1,6 +1,6 @@
-#include "models/model_zoo.h"
-
 #include <gtest/gtest.h>
+
+#include "models/model_zoo.h"
 
 namespace cleave::models {
 namespace {
@@ -59,8 +59,8 @@ TEST_F(Zoo, BadSpecsListWhatIsAccepted) {
   for (auto const& c : cases) {
     auto g = zoo_.build(c.spec, *registry_);
     ASSERT_FALSE(g.has_value()) << c.spec;
-    EXPECT_NE(g.error().message().find(c.message), std::string::npos)
-        << c.spec << "\n" << g.error().message();
+    EXPECT_NE(g.error().message().find(c.message), std::string::npos) << c.spec << "\n"
+                                                                      << g.error().message();
   }
 }
 
