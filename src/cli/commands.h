@@ -51,6 +51,15 @@ struct ExportGraphCommand {
 };
 int run_export_graph(ops::OpRegistry const& registry, ExportGraphCommand const& cmd);
 
+struct ClustersCommand {
+  std::string show;         // --show SPEC: print one cluster
+  std::string export_spec;  // --export SPEC: write it as cleave.cluster/1 ...
+  std::string output;       // ... to -o FILE
+  bool json = false;
+};
+// Without --show or --export: the presets with their keys, defaults and sources.
+int run_clusters(ClustersCommand const& cmd);
+
 // Prints the error to stderr and returns 1.
 int report(Error const& error);
 

@@ -51,6 +51,22 @@ int main(int argc, char** argv) {
   auto* models_list = app.add_subcommand("models", "list the model zoo with keys and defaults");
   models_list->add_flag("--json", models_json, "print JSON");
 
+  cli::ClustersCommand clusters_cmd;
+  std::string const cluster_help =
+      "a preset NAME[:key=value,...] (`cleave clusters`) or a cleave.cluster/1 file (.json)";
+  auto* clusters = app.add_subcommand(
+      "clusters", "list the cluster presets with keys, defaults and sources; show or export one");
+  auto* show_opt =
+      clusters->add_option("--show", clusters_cmd.show,
+                           "print one cluster: devices, nodes, links, routes; " + cluster_help);
+  auto* export_opt =
+      clusters->add_option("--export", clusters_cmd.export_spec,
+                           "write one cluster as cleave.cluster/1 JSON (with -o); " + cluster_help);
+  auto* output_opt = clusters->add_option("-o,--output", clusters_cmd.output, "output file");
+  export_opt->excludes(show_opt)->needs(output_opt);
+  output_opt->needs(export_opt);
+  clusters->add_flag("--json", clusters_cmd.json, "print JSON");
+
   cli::InspectCommand inspect_cmd;
   auto* inspect = app.add_subcommand(
       "inspect", "op counts, parameters, training state, saved activations and FLOPs of a model's "
@@ -78,6 +94,7 @@ int main(int argc, char** argv) {
   if (*op) return cli::run_op(*registry, op_cmd);
   if (*ops_list) return cli::run_ops(*registry, ops_json);
   if (*models_list) return cli::run_models(models_json);
+  if (*clusters) return cli::run_clusters(clusters_cmd);
   if (*inspect) return cli::run_inspect(*registry, inspect_cmd);
   if (*export_graph) return cli::run_export_graph(*registry, export_cmd);
   return cli::run_check_graph(*registry, check_cmd);

@@ -38,7 +38,7 @@ struct Op {
   std::vector<TensorId> outputs;
   // For a backward or optimizer op: the forward op it belongs to (Tofu groups them); invalid for
   // forward ops.
-  OpId forward;
+  OpId forward = {};
 
   bool operator==(Op const&) const = default;
 };

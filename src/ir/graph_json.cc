@@ -570,6 +570,19 @@ Expected<Graph> graph_from_json(std::string_view text, ShapeInference const& sem
   return Graph::create(std::move(reader.tensors()), std::move(reader.ops()), semantics);
 }
 
+std::string graph_fingerprint(Graph const& graph) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : graph_to_json(graph)) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4)
+    out[static_cast<std::size_t>(i)] = hex[h & 15];
+  return out;
+}
+
 Status save_graph(Graph const& graph, std::string const& path) {
   return write_file_atomic(path, graph_to_json(graph));
 }

@@ -15,6 +15,10 @@ std::string graph_to_json(Graph const& graph);
 // Errors say what is wrong and where (byte offset for syntax, the tensor or op for content).
 Expected<Graph> graph_from_json(std::string_view text, ShapeInference const& semantics);
 
+// A stable identity of the graph's content: FNV-1a 64 of its JSON, as 16 hex digits. Plans record
+// it so that loading a plan against another graph is an error.
+std::string graph_fingerprint(Graph const& graph);
+
 Status save_graph(Graph const& graph, std::string const& path);  // atomic
 Expected<Graph> load_graph(std::string const& path, ShapeInference const& semantics);
 

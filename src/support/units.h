@@ -26,4 +26,9 @@ template <typename Tag, typename Rep> class Quantity {
 using Bytes = Quantity<struct BytesTag, std::int64_t>;  // bytes of memory or traffic
 using Flops = Quantity<struct FlopsTag, std::int64_t>;  // floating-point operations
 
+// Rates and times are doubles: they come from datasheets and measurements, not counts.
+using Seconds = Quantity<struct SecondsTag, double>;                // a duration
+using BytesPerSecond = Quantity<struct BytesPerSecondTag, double>;  // a bandwidth
+using FlopsPerSecond = Quantity<struct FlopsPerSecondTag, double>;  // a compute rate
+
 }  // namespace cleave

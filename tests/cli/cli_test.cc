@@ -238,5 +238,87 @@ TEST(Cli, BadModelsAreClearErrors) {
   }
 }
 
+TEST(Cli, ClustersListShowAndExport) {
+  Outcome list = cleave("clusters --json");
+  ASSERT_EQ(list.code, 0) << list.err;
+  auto presets = nlohmann::json::parse(list.out)["clusters"];
+  std::vector<std::string> names;
+  for (auto const& p : presets) {
+    names.push_back(p["name"]);
+    EXPECT_FALSE(p["sources"].empty()) << p["name"];
+    for (auto const& k : p["keys"])
+      EXPECT_FALSE(k["default"].get<std::string>().empty()) << p["name"] << " " << k["name"];
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"k80x8", "v100x1", "p100-4x4", "k80-16x4", "dgx2",
+                                             "dgx-a100", "h100-2x8", "cpu"}));
+  Outcome text = cleave("clusters");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("p2p = 21GB/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ParDNN's code"), std::string::npos) << text.out;
+
+  Outcome show = cleave("clusters --show dgx-a100 --json");
+  ASSERT_EQ(show.code, 0) << show.err;
+  auto j = nlohmann::json::parse(show.out);
+  EXPECT_EQ(j["cluster"]["devices"].size(), 8u);
+  EXPECT_EQ(j["cluster"]["devices"][0]["peak_flops_per_s"]["bf16"], 312e12);
+  EXPECT_EQ(j["fingerprint"].get<std::string>().size(), 16u);
+  auto const& to1 = j["routes_from_device_0"][1];
+  EXPECT_EQ(to1["to"], "gpu1");
+  EXPECT_EQ(to1["hops"], 2);
+  EXPECT_EQ(to1["bottleneck_bytes_per_s"], 300e9);
+  EXPECT_EQ(to1["path"], "gpu0 > nvswitch > gpu1");
+
+  Outcome h100 = cleave("clusters --show h100-2x8");
+  ASSERT_EQ(h100.code, 0) << h100.err;
+  for (char const* want : {"gpu0 > gpu0/nic > network > gpu8/nic > gpu8", "67 TFLOP/s", "80 GiB",
+                           "3.35 TB/s", "450 GB/s", "1 us", "sources"})
+    EXPECT_NE(h100.out.find(want), std::string::npos) << want << "\n" << h100.out;
+
+  // Export, edit, load: the file is accepted wherever a cluster is, and re-exports byte for byte.
+  std::string path = (scratch() / "a100.json").string();
+  Outcome exported = cleave("clusters --export dgx-a100:memory=40GiB -o " + path);
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  std::string original = slurp(path);
+  EXPECT_NE(original.find("\"format\":\"cleave.cluster/1\""), std::string::npos);
+  std::string again = (scratch() / "again.json").string();
+  ASSERT_EQ(cleave("clusters --export " + path + " -o " + again).code, 0);
+  EXPECT_EQ(slurp(again), original);
+  std::string edited = original;
+  std::string from = "\"bandwidth_bytes_per_s\":3e+11";
+  edited.replace(edited.find(from), from.size(), "\"bandwidth_bytes_per_s\":1e+11");
+  std::string edited_path = write("edited.json", edited);
+  Outcome reshow = cleave("clusters --show " + edited_path + " --json");
+  ASSERT_EQ(reshow.code, 0) << reshow.err;
+  auto r = nlohmann::json::parse(reshow.out);
+  EXPECT_EQ(r["routes_from_device_0"][1]["bottleneck_bytes_per_s"], 1e11);
+  EXPECT_NE(r["fingerprint"], j["fingerprint"]);
+}
+
+TEST(Cli, BadClustersAreClearErrors) {
+  std::string good = (scratch() / "v100.json").string();
+  ASSERT_EQ(cleave("clusters --export v100x1 -o " + good).code, 0);
+  std::string text = slurp(good);
+  std::string zero = text;
+  zero.replace(zero.find("\"memory_bytes\":17179869184"), 26, "\"memory_bytes\":0");
+  std::string zero_path = write("zero.json", zero);
+  std::string truncated = write("cut.json", text.substr(0, text.size() / 2));
+  Bad cases[] = {
+      {"clusters --show dgx3", "unknown cluster 'dgx3'; the presets are"},
+      {"clusters --show dgx-a100:memroy=40GiB", "has no key 'memroy'; accepted keys:"},
+      {"clusters --show dgx-a100:memory=lots", "memory=lots is malformed"},
+      {"clusters --show " + zero_path, "device 0 ('gpu0') has zero memory"},
+      {"clusters --show " + truncated, "truncated"},
+      {"clusters --show /nonexistent/c.json", "cannot open"},
+      {"clusters --export v100x1 -o /nonexistent/dir/c.json", "error["},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+  EXPECT_NE(cleave("clusters -o x.json").code, 0);  // -o needs --export
+}
+
 }  // namespace
 }  // namespace cleave

@@ -1,0 +1,179 @@
+#include "lower/reference_run.h"
+
+#include <algorithm>
+
+#include "support/assert.h"
+
+namespace cleave::lower {
+namespace {
+
+constexpr TaskId initial_task = ~TaskId{0};
+
+struct Block {
+  ir::TensorId tensor;
+  tdl::TensorData data;
+  bool partial = false;
+  TaskId task = initial_task;  // the task that wrote it
+};
+
+tdl::Box intersect(tdl::Box const& a, tdl::Box const& b) {
+  tdl::Box out(a.size());
+  for (std::size_t d = 0; d < a.size(); ++d)
+    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
+  return out;
+}
+
+bool contains(tdl::Box const& outer, tdl::Box const& inner) {
+  for (std::size_t d = 0; d < outer.size(); ++d)
+    if (inner[d].lo < outer[d].lo || inner[d].hi > outer[d].hi) return false;
+  return true;
+}
+
+// Copies into `out` every element of `from` inside out.region; marks them in `covered`.
+void copy_into(tdl::TensorData& out, std::vector<bool>& covered, tdl::TensorData const& from) {
+  tdl::Box part = intersect(out.region, from.region);
+  for (auto const& i : part)
+    if (i.empty()) return;
+  tdl::TensorData piece = tdl::extract(from, part);
+  tdl::write_region(out, piece);
+  // Mark coverage by writing ones into a parallel buffer.
+  tdl::TensorData ones = piece;
+  std::fill(ones.values.begin(), ones.values.end(), 1.0);
+  tdl::TensorData mask{out.shape, out.region, std::vector<double>(out.values.size(), 0.0)};
+  tdl::write_region(mask, ones);
+  for (std::size_t k = 0; k < mask.values.size(); ++k)
+    if (mask.values[k] != 0) covered[k] = true;
+}
+
+class Runner {
+ public:
+  Runner(ir::Graph const& g, Program const& p, ops::OpRegistry const& r)
+      : graph_(g), program_(p), registry_(r), held_(static_cast<std::size_t>(p.num_devices)) {}
+
+  Expected<std::vector<tdl::TensorData>>
+  run(std::map<std::string, tdl::TensorData, std::less<>> const& sources) {
+    for (auto const& b : program_.initial) {
+      ir::Tensor const& t = graph_.tensor(b.tensor);
+      auto it = sources.find(t.name);
+      if (it == sources.end())
+        return Error(ErrorCode::not_found, "no value given for source tensor '" + t.name + "'");
+      held_[static_cast<std::size_t>(b.device)].push_back(
+          {b.tensor, tdl::extract(it->second, b.region)});
+    }
+    for (TaskId id = 0; id < program_.tasks.size(); ++id) {
+      Task const& task = program_.tasks[id];
+      Status st = task.kind == TaskKind::compute    ? compute(id, task)
+                  : task.kind == TaskKind::transfer ? move(id, task)
+                                                    : reduce(id, task);
+      if (!st) return std::move(st).error().with_context("in task " + std::to_string(id));
+    }
+    return assemble();
+  }
+
+ private:
+  std::vector<Block>& on(int device) { return held_[static_cast<std::size_t>(device)]; }
+
+  // The whole-valued region of tensor t on device d, from the blocks the device holds.
+  Expected<tdl::TensorData> gather(ir::TensorId t, tdl::Box const& region, int d) {
+    tdl::TensorData out = tdl::TensorData::zeros(graph_.tensor(t).type.shape, region);
+    std::vector<bool> covered(out.values.size(), false);
+    for (auto const& b : on(d))
+      if (b.tensor == t && !b.partial) copy_into(out, covered, b.data);
+    for (bool c : covered)
+      if (!c)
+        return Error(ErrorCode::invalid_argument,
+                     "device " + std::to_string(d) + " lacks part of " + graph_.tensor(t).name +
+                         tdl::box_to_string(region) + " that a task reads");
+    return out;
+  }
+
+  Status compute(TaskId id, Task const& task) {
+    ir::Op const& op = graph_.op(task.op);
+    CLEAVE_TRY(auto bound, registry_.bind(graph_, task.op));
+    CLEAVE_TRY(tdl::PieceInfo info, tdl::analyze_piece(*bound, task.iteration));
+    std::vector<tdl::TensorData> inputs;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (info.inputs[i].empty()) {
+        inputs.push_back(tdl::TensorData::zeros(graph_.tensor(op.inputs[i]).type.shape,
+                                                tdl::Box(info.inputs[i].box.size())));
+        continue;
+      }
+      CLEAVE_TRY(tdl::TensorData in, gather(op.inputs[i], info.inputs[i].box, task.device));
+      inputs.push_back(std::move(in));
+    }
+    CLEAVE_TRY(tdl::TensorData out, tdl::evaluate(*bound, task.iteration, inputs));
+    on(task.device).push_back({task.tensor, std::move(out), task.partial, id});
+    return Status::ok();
+  }
+
+  Status move(TaskId id, Task const& task) {
+    if (task.partial) {
+      // A partial result moves whole, from the task that computed it.
+      for (auto const& b : on(task.source_device)) {
+        if (b.task == task.deps.at(0)) {
+          on(task.device).push_back({task.tensor, b.data, true, id});
+          return Status::ok();
+        }
+      }
+      return Error(ErrorCode::invalid_argument, "the partial result to move is not on its device");
+    }
+    CLEAVE_TRY(tdl::TensorData part, gather(task.tensor, task.region, task.source_device));
+    on(task.device).push_back({task.tensor, std::move(part), false, id});
+    return Status::ok();
+  }
+
+  Status reduce(TaskId id, Task const& task) {
+    tdl::TensorData out =
+        tdl::TensorData::zeros(graph_.tensor(task.tensor).type.shape, task.region);
+    std::fill(out.values.begin(), out.values.end(), tdl::reducer_identity(task.reducer));
+    for (TaskId dep : task.deps) {
+      bool found = false;
+      for (auto const& b : on(task.device)) {
+        if (b.task != dep) continue;
+        CLEAVE_ASSERT(contains(b.data.region, task.region) && b.partial, "reduce input mismatch");
+        tdl::reduce_into(out, b.data, task.reducer);
+        found = true;
+      }
+      if (!found)
+        return Error(ErrorCode::invalid_argument,
+                     "a partial result to reduce is not on device " + std::to_string(task.device));
+    }
+    on(task.device).push_back({task.tensor, std::move(out), false, id});
+    return Status::ok();
+  }
+
+  Expected<std::vector<tdl::TensorData>> assemble() {
+    std::vector<tdl::TensorData> values(graph_.num_tensors());
+    for (auto const& t : graph_.tensors()) {
+      tdl::Box all;
+      for (auto d : t.type.shape)
+        all.push_back({0, d});
+      tdl::TensorData out = tdl::TensorData::zeros(t.type.shape, all);
+      std::vector<bool> covered(out.values.size(), false);
+      for (auto const& device : held_)
+        for (auto const& b : device)
+          if (b.tensor == t.id && !b.partial) copy_into(out, covered, b.data);
+      bool whole = std::all_of(covered.begin(), covered.end(), [](bool c) { return c; });
+      if (!whole && graph_.producer(t.id).valid())
+        return Error(ErrorCode::invalid_argument,
+                     "no device holds all of " + t.name + " at the end");
+      values[t.id.value()] = std::move(out);
+    }
+    return values;
+  }
+
+  ir::Graph const& graph_;
+  Program const& program_;
+  ops::OpRegistry const& registry_;
+  std::vector<std::vector<Block>> held_;
+};
+
+}  // namespace
+
+Expected<std::vector<tdl::TensorData>>
+run_reference(ir::Graph const& graph, Program const& program, ops::OpRegistry const& registry,
+              std::map<std::string, tdl::TensorData, std::less<>> const& sources) {
+  return Runner(graph, program, registry).run(sources);
+}
+
+}  // namespace cleave::lower

@@ -1,0 +1,59 @@
+// The Plan: how a graph is computed (DESIGN.md "what vs. how"). Per op, a partition of its TDL
+// iteration space (a degree per dimension: the pieces are the cells of that grid) and a device per
+// piece; per device, optionally, the order of its pieces; and what the plan was made for and by.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ops/op_registry.h"
+#include "tdl/piece.h"
+
+namespace cleave::plan {
+
+struct OpConfig {
+  // One degree per dimension of the op's iteration space (BoundOp::dims()), parallel and
+  // reduction alike; 1 = not split. A dimension of extent E split d ways gives pieces of
+  // ceil(E/d) and floor(E/d) (tdl::split_evenly).
+  std::vector<std::int64_t> degrees;
+  // The device of each piece; pieces are numbered row-major over the degree grid.
+  std::vector<int> devices;
+};
+
+struct PieceRef {
+  std::uint32_t op = 0;
+  std::uint32_t piece = 0;
+  bool operator==(PieceRef const&) const = default;
+};
+
+struct Provenance {
+  std::string algorithm;  // "single", "data-parallel", "tofu", ...
+  std::string config;     // the algorithm's settings, as text
+  std::uint64_t seed = 0;
+  double search_time_s = 0;
+};
+
+struct Plan {
+  std::string graph_fingerprint;  // ir fingerprint of the graph it was made for
+  std::string cluster;            // the cluster spec or name it was made for
+  int num_devices = 1;
+  std::vector<OpConfig> ops;                 // indexed by op id
+  std::vector<std::vector<PieceRef>> order;  // per device; empty: topological order
+  Provenance provenance;
+};
+
+// The pieces of an op under a configuration, in piece order: the cells of the degree grid.
+std::vector<tdl::Box> piece_boxes(tdl::BoundOp const& op, OpConfig const& config);
+
+// Every op on device 0, unsplit.
+Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry);
+
+// Checks a plan against a graph: fingerprint, one config per op, one degree per iteration
+// dimension, degrees within [1, extent], only splittable dimensions split (the error names the op,
+// the dimension and why it cannot be split), a device in range for every piece, and, if given,
+// per-device orders that list every piece exactly once on its own device.
+Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry);
+
+}  // namespace cleave::plan

@@ -1,0 +1,80 @@
+#include "plan/plan_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "support/file_io.h"
+
+namespace cleave::plan {
+
+using nlohmann::json;
+
+std::string plan_to_json(Plan const& plan) {
+  json j;
+  j["format"] = plan_format;
+  j["graph"] = plan.graph_fingerprint;
+  j["cluster"] = plan.cluster;
+  j["devices"] = plan.num_devices;
+  j["provenance"] = {{"algorithm", plan.provenance.algorithm},
+                     {"config", plan.provenance.config},
+                     {"seed", plan.provenance.seed},
+                     {"search_time_s", plan.provenance.search_time_s}};
+  auto ops = json::array();
+  for (auto const& c : plan.ops)
+    ops.push_back({{"degrees", c.degrees}, {"devices", c.devices}});
+  j["ops"] = std::move(ops);
+  auto order = json::array();
+  for (auto const& dev : plan.order) {
+    auto list = json::array();
+    for (auto const& r : dev)
+      list.push_back({r.op, r.piece});
+    order.push_back(std::move(list));
+  }
+  j["order"] = std::move(order);
+  return j.dump() + "\n";
+}
+
+Expected<Plan> plan_from_json(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return Error(ErrorCode::parse_error, "a plan file is not valid JSON (it may be truncated)");
+  if (!j.is_object() || !j.contains("format") || j["format"] != plan_format)
+    return Error(ErrorCode::parse_error, std::string("not a plan: expected \"format\": \"") +
+                                             std::string(plan_format) + "\"");
+  // Structure errors come out of nlohmann as exceptions; they end here, at the boundary.
+  try {
+    Plan p;
+    p.graph_fingerprint = j.at("graph").get<std::string>();
+    p.cluster = j.at("cluster").get<std::string>();
+    p.num_devices = j.at("devices").get<int>();
+    auto const& prov = j.at("provenance");
+    p.provenance = {prov.at("algorithm").get<std::string>(), prov.at("config").get<std::string>(),
+                    prov.at("seed").get<std::uint64_t>(), prov.at("search_time_s").get<double>()};
+    for (auto const& c : j.at("ops"))
+      p.ops.push_back({c.at("degrees").get<std::vector<std::int64_t>>(),
+                       c.at("devices").get<std::vector<int>>()});
+    for (auto const& dev : j.at("order")) {
+      std::vector<PieceRef> list;
+      for (auto const& r : dev)
+        list.push_back({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
+      p.order.push_back(std::move(list));
+    }
+    return p;
+  } catch (json::exception const& e) {
+    std::string what = e.what();
+    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+    return Error(ErrorCode::parse_error, "malformed plan: " + what);
+  }
+}
+
+Status save_plan(Plan const& plan, std::string const& path) {
+  return write_file_atomic(path, plan_to_json(plan));
+}
+
+Expected<Plan> load_plan(std::string const& path) {
+  CLEAVE_TRY(std::string text, read_file(path));
+  auto p = plan_from_json(text);
+  if (!p) return std::move(p).error().with_context("in plan file '" + path + "'");
+  return p;
+}
+
+}  // namespace cleave::plan
