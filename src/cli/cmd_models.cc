@@ -10,24 +10,6 @@
 
 namespace cleave::cli {
 
-namespace {
-
-Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags) {
-  autodiff::TrainingOptions o;
-  if (flags.optimizer == "adam") {
-    o.optimizer = autodiff::Optimizer::adam;
-    o.learning_rate = 0.001;
-  } else if (flags.optimizer != "sgd") {
-    return Error(ErrorCode::invalid_argument,
-                 "--optimizer " + flags.optimizer + ": use sgd (with momentum) or adam");
-  }
-  if (flags.learning_rate) o.learning_rate = *flags.learning_rate;
-  o.loss = flags.loss;
-  return o;
-}
-
-}  // namespace
-
 int run_models(bool json) {
   auto zoo = models::ModelZoo::with_builtins();
   if (json) {
@@ -55,9 +37,7 @@ int run_models(bool json) {
 }
 
 int run_inspect(ops::OpRegistry const& registry, InspectCommand const& cmd) {
-  auto options = training_options(cmd.training);
-  if (!options) return report(options.error());
-  auto model = load_model(cmd.model, registry, *options);
+  auto model = load_model(cmd.model, registry, cmd.training);
   if (!model) return report(model.error());
   std::optional<std::int64_t> forward_ops;
   if (model->forward) forward_ops = static_cast<std::int64_t>(model->forward->num_ops());
@@ -69,9 +49,7 @@ int run_inspect(ops::OpRegistry const& registry, InspectCommand const& cmd) {
 }
 
 int run_export_graph(ops::OpRegistry const& registry, ExportGraphCommand const& cmd) {
-  auto options = training_options(cmd.training);
-  if (!options) return report(options.error());
-  auto model = load_model(cmd.model, registry, *options);
+  auto model = load_model(cmd.model, registry, cmd.training);
   if (!model) return report(model.error());
   ir::Graph const& g = cmd.forward_only && model->forward ? *model->forward : model->training;
   auto st = ir::save_graph(g, cmd.output);

@@ -2,10 +2,12 @@
 // errors are printed to stderr as "error[code]: ..." and give exit code 1.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/model_input.h"
 #include "ops/op_registry.h"
 
 namespace cleave::cli {
@@ -26,13 +28,6 @@ struct CheckGraphCommand {
   bool json = false;
 };
 int run_check_graph(ops::OpRegistry const& registry, CheckGraphCommand const& cmd);
-
-// How a forward graph becomes a training graph (autodiff).
-struct TrainingFlags {
-  std::string optimizer = "sgd";  // sgd (with momentum) or adam
-  std::optional<double> learning_rate;
-  std::string loss = "loss";
-};
 
 int run_models(bool json);
 
@@ -59,6 +54,34 @@ struct ClustersCommand {
 };
 // Without --show or --export: the presets with their keys, defaults and sources.
 int run_clusters(ClustersCommand const& cmd);
+
+struct PlanCommand {
+  std::string model;
+  std::string cluster;
+  std::string algo = "data-parallel";
+  std::string output;  // empty: do not write the plan
+  TrainingFlags training;
+  std::uint64_t seed = 0;
+  bool json = false;
+};
+int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd);
+
+struct SimulateCommand {
+  std::string plan;   // a cleave.plan/1 file; its model and cluster are rebuilt from it
+  std::string trace;  // empty: no trace
+  TrainingFlags training;
+  bool json = false;
+};
+int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd);
+
+struct CompareCommand {
+  std::string model;
+  std::string cluster;
+  std::vector<std::string> algos;  // empty: every algorithm
+  TrainingFlags training;
+  bool json = false;
+};
+int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
 
 // Prints the error to stderr and returns 1.
 int report(Error const& error);

@@ -84,6 +84,38 @@ int main(int argc, char** argv) {
                          "write the forward graph instead");
   add_training(export_graph, export_cmd.training);
 
+  cli::PlanCommand plan_cmd;
+  auto* plan = app.add_subcommand("plan", "make a plan for a model on a cluster and predict it");
+  plan->add_option("model", plan_cmd.model, model_help)->required();
+  plan->add_option("--cluster", plan_cmd.cluster,
+                   "a preset NAME[:key=value,...] (`cleave clusters`) or a cleave.cluster/1 file")
+      ->required();
+  plan->add_option("--algo", plan_cmd.algo, "single or data-parallel (default)");
+  plan->add_option("-o,--output", plan_cmd.output, "write the plan (cleave.plan/1)");
+  plan->add_option("--seed", plan_cmd.seed, "seed of randomised algorithms");
+  plan->add_flag("--json", plan_cmd.json, "print cleave.compare/1 JSON");
+  add_training(plan, plan_cmd.training);
+
+  cli::SimulateCommand simulate_cmd;
+  auto* simulate = app.add_subcommand(
+      "simulate", "predict a saved plan (its model and cluster are rebuilt from it)");
+  simulate->add_option("plan", simulate_cmd.plan, "a cleave.plan/1 file")->required();
+  simulate->add_option("--trace", simulate_cmd.trace,
+                       "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
+  simulate->add_flag("--json", simulate_cmd.json, "print cleave.compare/1 JSON");
+  add_training(simulate, simulate_cmd.training);
+
+  cli::CompareCommand compare_cmd;
+  auto* compare = app.add_subcommand(
+      "compare", "every algorithm's plan for a model on a cluster, side by side");
+  compare->add_option("model", compare_cmd.model, model_help)->required();
+  compare->add_option("--cluster", compare_cmd.cluster, "a preset or a cleave.cluster/1 file")
+      ->required();
+  compare->add_option("--algos", compare_cmd.algos, "algorithms, comma separated (default: all)")
+      ->delimiter(',');
+  compare->add_flag("--json", compare_cmd.json, "print cleave.compare/1 JSON");
+  add_training(compare, compare_cmd.training);
+
   CLI11_PARSE(app, argc, argv);
 
   auto registry = ops::OpRegistry::with_builtins();
@@ -97,5 +129,8 @@ int main(int argc, char** argv) {
   if (*clusters) return cli::run_clusters(clusters_cmd);
   if (*inspect) return cli::run_inspect(*registry, inspect_cmd);
   if (*export_graph) return cli::run_export_graph(*registry, export_cmd);
+  if (*plan) return cli::run_plan(*registry, plan_cmd);
+  if (*simulate) return cli::run_simulate(*registry, simulate_cmd);
+  if (*compare) return cli::run_compare(*registry, compare_cmd);
   return cli::run_check_graph(*registry, check_cmd);
 }

@@ -10,13 +10,24 @@
 
 namespace cleave::cli {
 
+// How a forward graph becomes a training graph (autodiff), as the commands' flags say.
+struct TrainingFlags {
+  std::string optimizer = "sgd";  // sgd (with momentum) or adam
+  std::optional<double> learning_rate;
+  std::string loss = "loss";
+};
+Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags);
+
 struct ModelInput {
   std::string label;                 // the canonical zoo spec or the file path
   std::optional<ir::Graph> forward;  // absent when the file held a training graph
   ir::Graph training;
+  // Samples per step: the zoo model's `batch`, or the first dimension of a graph file's first
+  // input tensor.
+  std::int64_t batch = 1;
 };
 
 Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& registry,
-                                autodiff::TrainingOptions const& options);
+                                TrainingFlags const& flags);
 
 }  // namespace cleave::cli

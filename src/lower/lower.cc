@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -175,7 +176,7 @@ class Lowering {
       computes.push_back(add(std::move(task)));
     }
     // Pieces that differ only in reduction dimensions write the same region: their partial
-    // results are combined on the device of the first of them.
+    // results are combined where the group's devices are (below).
     std::map<std::string, std::vector<std::size_t>> groups;
     std::vector<std::string> group_order;
     for (std::size_t k = 0; k < p.infos.size(); ++k) {
@@ -186,27 +187,46 @@ class Lowering {
     for (auto const& key : group_order) {
       auto const& members = groups[key];
       auto const& first = p.infos[members[0]];
-      int target = devices[members[0]];
       if (!first.partial) {
-        layout_[out.value()].push_back({first.output, target, computes[members[0]]});
+        layout_[out.value()].push_back({first.output, devices[members[0]], computes[members[0]]});
         continue;
       }
-      Task reduce;
-      reduce.kind = TaskKind::reduce;
-      reduce.device = target;
-      reduce.op = id;
-      reduce.tensor = out;
-      reduce.region = first.output;
-      reduce.reducer = first.reducer;
-      for (std::size_t k : members) {
-        int dev = devices[k];
-        reduce.deps.push_back(dev == target ? computes[k]
-                                            : transfer(out, first.output, dev, target, computes[k],
-                                                       /*partial=*/true));
+      // Reduce-scatter: the region is cut into one part per distinct device of the group (along
+      // its longest dimension) and each device combines one part, so the partial results cross
+      // the links once each, as in a ring reduce-scatter, instead of converging on one device.
+      std::vector<int> targets;
+      for (std::size_t k : members)
+        if (std::find(targets.begin(), targets.end(), devices[k]) == targets.end())
+          targets.push_back(devices[k]);
+      std::size_t longest = 0;
+      for (std::size_t d = 1; d < first.output.size(); ++d)
+        if (first.output[d].size() > first.output[longest].size()) longest = d;
+      std::int64_t cuts = first.output.empty()
+                              ? 1
+                              : std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),
+                                                       first.output[longest].size());
+      auto parts = first.output.empty()
+                       ? std::vector<tdl::Box>{first.output}
+                       : tdl::split_evenly(first.output, static_cast<int>(longest), cuts);
+      for (std::size_t j = 0; j < parts.size(); ++j) {
+        int target = targets[j];
+        Task reduce;
+        reduce.kind = TaskKind::reduce;
+        reduce.device = target;
+        reduce.op = id;
+        reduce.tensor = out;
+        reduce.region = parts[j];
+        reduce.reducer = first.reducer;
+        for (std::size_t k : members) {
+          int dev = devices[k];
+          reduce.deps.push_back(dev == target ? computes[k]
+                                              : transfer(out, parts[j], dev, target, computes[k],
+                                                         /*partial=*/true));
+        }
+        reduce.flops =
+            Flops(tdl::box_volume(parts[j]) * static_cast<std::int64_t>(members.size() - 1));
+        layout_[out.value()].push_back({parts[j], target, add(std::move(reduce))});
       }
-      reduce.flops =
-          Flops(tdl::box_volume(first.output) * static_cast<std::int64_t>(members.size() - 1));
-      layout_[out.value()].push_back({first.output, target, add(std::move(reduce))});
     }
     return Status::ok();
   }

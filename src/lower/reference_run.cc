@@ -108,10 +108,10 @@ class Runner {
 
   Status move(TaskId id, Task const& task) {
     if (task.partial) {
-      // A partial result moves whole, from the task that computed it.
+      // A part of a partial result, from the task that computed it.
       for (auto const& b : on(task.source_device)) {
         if (b.task == task.deps.at(0)) {
-          on(task.device).push_back({task.tensor, b.data, true, id});
+          on(task.device).push_back({task.tensor, tdl::extract(b.data, task.region), true, id});
           return Status::ok();
         }
       }
@@ -131,7 +131,7 @@ class Runner {
       for (auto const& b : on(task.device)) {
         if (b.task != dep) continue;
         CLEAVE_ASSERT(contains(b.data.region, task.region) && b.partial, "reduce input mismatch");
-        tdl::reduce_into(out, b.data, task.reducer);
+        tdl::reduce_into(out, tdl::extract(b.data, task.region), task.reducer);
         found = true;
       }
       if (!found)

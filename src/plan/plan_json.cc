@@ -13,6 +13,7 @@ std::string plan_to_json(Plan const& plan) {
   j["format"] = plan_format;
   j["graph"] = plan.graph_fingerprint;
   j["cluster"] = plan.cluster;
+  j["model"] = plan.model;
   j["devices"] = plan.num_devices;
   j["provenance"] = {{"algorithm", plan.provenance.algorithm},
                      {"config", plan.provenance.config},
@@ -45,6 +46,7 @@ Expected<Plan> plan_from_json(std::string_view text) {
     Plan p;
     p.graph_fingerprint = j.at("graph").get<std::string>();
     p.cluster = j.at("cluster").get<std::string>();
+    p.model = j.at("model").get<std::string>();
     p.num_devices = j.at("devices").get<int>();
     auto const& prov = j.at("provenance");
     p.provenance = {prov.at("algorithm").get<std::string>(), prov.at("config").get<std::string>(),

@@ -320,5 +320,59 @@ TEST(Cli, BadClustersAreClearErrors) {
   EXPECT_NE(cleave("clusters -o x.json").code, 0);  // -o needs --export
 }
 
+TEST(Cli, PlanSimulateCompare) {
+  std::string plan = (scratch() / "dp.json").string();
+  std::string trace = (scratch() / "trace.json").string();
+  std::string model = "mlp:layers=2,hidden=64,input=32,classes=8,batch=32";
+  Outcome made = cleave("plan " + model + " --cluster dgx-a100 --algo data-parallel -o " + plan);
+  ASSERT_EQ(made.code, 0) << made.err;
+  EXPECT_NE(made.out.find("data-parallel"), std::string::npos);
+  Outcome sim = cleave("simulate " + plan + " --trace " + trace + " --json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  auto j = nlohmann::json::parse(sim.out)["plans"][0];
+  for (char const* key : {"algorithm", "step_time_s", "samples_per_s", "ideal_step_time_s",
+                          "efficiency", "peak_memory_bytes", "memory_capacity_bytes", "fits",
+                          "comm_bytes", "search_time_s", "breakdown"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["peak_memory_bytes"].size(), 8u);
+  EXPECT_GT(j["comm_bytes"].get<std::int64_t>(), 0);
+  auto events = nlohmann::json::parse(slurp(trace))["traceEvents"];
+  EXPECT_GT(events.size(), 8u);
+
+  Outcome cmp = cleave("compare " + model + " --cluster dgx-a100 --json");
+  ASSERT_EQ(cmp.code, 0) << cmp.err;
+  auto rows = nlohmann::json::parse(cmp.out)["plans"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["algorithm"], "single");
+  EXPECT_EQ(rows[0]["comm_bytes"], 0);
+  // The ideal is the single-device step over the devices: single's efficiency is 1/8.
+  EXPECT_NEAR(rows[0]["efficiency"].get<double>(), 1.0 / 8, 1e-9);
+
+  Outcome big = cleave("compare resnet:depth=152,width=10,batch=8 --cluster k80x8 --algos data-parallel --json");
+  ASSERT_EQ(big.code, 0) << big.err;
+  EXPECT_FALSE(nlohmann::json::parse(big.out)["plans"][0]["fits"].get<bool>());
+}
+
+TEST(Cli, BadPlansAreClearErrors) {
+  std::string plan = (scratch() / "p.json").string();
+  ASSERT_EQ(cleave("plan mlp:batch=8 --cluster dgx-a100 --algo single -o " + plan).code, 0);
+  std::string text = slurp(plan);
+  std::string other = text;
+  other.replace(other.find("hidden=1024"), 11, "hidden=8");
+  std::string edited = write("other_graph.json", other);
+  std::string cut = write("cut_plan.json", text.substr(0, text.size() / 3));
+  Bad cases[] = {
+      {"plan mlp --cluster dgx-a100 --algo tofuu", "unknown algorithm 'tofuu'; available: single, data-parallel"},
+      {"plan mlp --cluster dgx-a101", "dgx-a101"},
+      {"simulate " + edited, "the plan was made for graph"},
+      {"simulate " + cut, "not valid JSON"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace cleave

@@ -1,0 +1,128 @@
+// `cleave plan` (make a plan and predict it), `cleave simulate` (predict a saved plan, optionally
+// writing the simulated timeline as a Chrome trace) and `cleave compare` (every algorithm side by
+// side on one model and cluster).
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cluster/presets.h"
+#include "ir/graph_json.h"
+#include "plan/plan_json.h"
+#include "report/plan_report.h"
+#include "search/baselines.h"
+#include "support/file_io.h"
+
+namespace cleave::cli {
+namespace {
+
+struct Predicted {
+  report::PlanRow row;
+  lower::Program program;
+};
+
+Expected<sim::Prediction> predict_plan(ModelInput const& model, plan::Plan const& p,
+                                       cost::CostModel const& cost, ops::OpRegistry const& registry,
+                                       lower::Program* program_out = nullptr) {
+  CLEAVE_TRY(lower::Program program, lower::lower(model.training, p, registry));
+  auto prediction = sim::predict(model.training, program, cost, model.batch);
+  if (program_out) *program_out = std::move(program);
+  return prediction;
+}
+
+// Ideal step time: the single-device step on the cluster's first device, divided by the devices.
+Expected<double> ideal_step(ModelInput const& model, cost::CostModel const& cost,
+                            ops::OpRegistry const& registry) {
+  plan::Plan single = plan::single_device_plan(model.training, registry);
+  single.num_devices = static_cast<int>(cost.cluster().num_devices());
+  CLEAVE_TRY(sim::Prediction p, predict_plan(model, single, cost, registry));
+  return p.step_time_s / static_cast<double>(cost.cluster().num_devices());
+}
+
+Expected<report::PlanRow> plan_row(ModelInput const& model, cluster::Cluster const& cluster,
+                                   std::string const& cluster_spec, std::string const& algo,
+                                   std::uint64_t seed, ops::OpRegistry const& registry,
+                                   plan::Plan* plan_out = nullptr) {
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{model.training, registry,    cluster, cluster_spec,
+                            model.label,    model.batch, seed};
+  CLEAVE_TRY(plan::Plan p, search::make_plan(algo, ctx));
+  report::PlanRow row;
+  row.algorithm = algo;
+  row.search_time_s = p.provenance.search_time_s;
+  CLEAVE_TRY(row.prediction, predict_plan(model, p, cost, registry));
+  CLEAVE_TRY(row.ideal_step_time_s, ideal_step(model, cost, registry));
+  if (plan_out) *plan_out = std::move(p);
+  return row;
+}
+
+void print(std::string const& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+}  // namespace
+
+int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
+  auto model = load_model(cmd.model, registry, cmd.training);
+  if (!model) return report(model.error());
+  auto cluster = cluster::load_cluster(cmd.cluster);
+  if (!cluster) return report(cluster.error());
+  plan::Plan p;
+  auto row = plan_row(*model, *cluster, cmd.cluster, cmd.algo, cmd.seed, registry, &p);
+  if (!row) return report(row.error());
+  if (!cmd.output.empty()) {
+    auto st = plan::save_plan(p, cmd.output);
+    if (!st) return report(st.error());
+  }
+  print(cmd.json ? report::rows_to_json(model->label, cmd.cluster, {*row})
+                 : report::rows_to_text(model->label, cmd.cluster, {*row}));
+  if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
+  return 0;
+}
+
+int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
+  auto p = plan::load_plan(cmd.plan);
+  if (!p) return report(p.error());
+  auto model = load_model(p->model, registry, cmd.training);
+  if (!model) return report(model.error().with_context("rebuilding the plan's model"));
+  auto cluster = cluster::load_cluster(p->cluster);
+  if (!cluster) return report(cluster.error().with_context("rebuilding the plan's cluster"));
+  if (static_cast<std::size_t>(p->num_devices) != cluster->num_devices())
+    return report(
+        Error(ErrorCode::invalid_argument, "the plan uses " + std::to_string(p->num_devices) +
+                                               " devices but cluster " + p->cluster + " has " +
+                                               std::to_string(cluster->num_devices())));
+  cost::CostModel cost(*cluster);
+  lower::Program program;
+  auto prediction = predict_plan(*model, *p, cost, registry, &program);
+  if (!prediction)
+    return report(prediction.error().with_context("in plan file '" + cmd.plan + "'"));
+  auto ideal = ideal_step(*model, cost, registry);
+  if (!ideal) return report(ideal.error());
+  report::PlanRow row{p->provenance.algorithm, *prediction, *ideal, p->provenance.search_time_s};
+  if (!cmd.trace.empty()) {
+    auto st = write_file_atomic(cmd.trace,
+                                report::chrome_trace(model->training, program, prediction->sim));
+    if (!st) return report(st.error());
+  }
+  print(cmd.json ? report::rows_to_json(model->label, p->cluster, {row})
+                 : report::rows_to_text(model->label, p->cluster, {row}));
+  return 0;
+}
+
+int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
+  auto model = load_model(cmd.model, registry, cmd.training);
+  if (!model) return report(model.error());
+  auto cluster = cluster::load_cluster(cmd.cluster);
+  if (!cluster) return report(cluster.error());
+  std::vector<std::string> algos = cmd.algos.empty() ? search::algorithms() : cmd.algos;
+  std::vector<report::PlanRow> rows;
+  for (auto const& a : algos) {
+    auto row = plan_row(*model, *cluster, cmd.cluster, a, 0, registry);
+    if (!row) return report(row.error().with_context("in algorithm '" + a + "'"));
+    rows.push_back(std::move(*row));
+  }
+  print(cmd.json ? report::rows_to_json(model->label, cmd.cluster, rows)
+                 : report::rows_to_text(model->label, cmd.cluster, rows));
+  return 0;
+}
+
+}  // namespace cleave::cli

@@ -1,0 +1,101 @@
+#include "report/plan_report.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ops/split_report.h"
+
+namespace cleave::report {
+
+namespace {
+
+std::int64_t max_of(std::vector<std::int64_t> const& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+}  // namespace
+
+std::string rows_to_text(std::string const& model, std::string const& cluster,
+                         std::vector<PlanRow> const& rows) {
+  std::string out = fmt::format("model    {}\ncluster  {}\n\n", model, cluster);
+  out += fmt::format("{:<15} {:>12} {:>12} {:>10} {:>14} {:>14} {:>5} {:>12} {:>10}\n", "algorithm",
+                     "step (s)", "samples/s", "efficiency", "peak mem/dev", "capacity/dev", "fits",
+                     "comm", "search (s)");
+  for (auto const& r : rows) {
+    auto const& p = r.prediction;
+    out +=
+        fmt::format("{:<15} {:>12.6f} {:>12.1f} {:>9.1f}% {:>14} {:>14} {:>5} {:>12} {:>10.3f}\n",
+                    r.algorithm, p.step_time_s, p.samples_per_s, 100 * r.efficiency(),
+                    ops::format_bytes(max_of(p.peak_memory_bytes)),
+                    ops::format_bytes(max_of(p.memory_capacity_bytes)), p.fits ? "yes" : "NO",
+                    ops::format_bytes(p.comm_bytes), r.search_time_s);
+  }
+  out += "\nbreakdown of the busiest device (s): compute / exposed communication / idle; "
+         "busiest link busy\n";
+  for (auto const& r : rows) {
+    auto const& b = r.prediction.breakdown;
+    out += fmt::format("{:<15} {:.6f} / {:.6f} / {:.6f}; {:.6f}\n", r.algorithm, b.compute_s,
+                       b.exposed_comm_s, b.idle_s, b.comm_s);
+  }
+  return out;
+}
+
+std::string rows_to_json(std::string const& model, std::string const& cluster,
+                         std::vector<PlanRow> const& rows) {
+  auto list = nlohmann::json::array();
+  for (auto const& r : rows) {
+    auto const& p = r.prediction;
+    nlohmann::json links = nlohmann::json::object();
+    for (auto const& [name, bytes] : p.link_bytes)
+      links[name] = bytes;
+    list.push_back({{"algorithm", r.algorithm},
+                    {"step_time_s", p.step_time_s},
+                    {"samples_per_s", p.samples_per_s},
+                    {"ideal_step_time_s", r.ideal_step_time_s},
+                    {"efficiency", r.efficiency()},
+                    {"peak_memory_bytes", p.peak_memory_bytes},
+                    {"memory_capacity_bytes", p.memory_capacity_bytes},
+                    {"fits", p.fits},
+                    {"comm_bytes", p.comm_bytes},
+                    {"link_bytes", std::move(links)},
+                    {"search_time_s", r.search_time_s},
+                    {"breakdown",
+                     {{"compute_s", p.breakdown.compute_s},
+                      {"exposed_comm_s", p.breakdown.exposed_comm_s},
+                      {"idle_s", p.breakdown.idle_s},
+                      {"comm_s", p.breakdown.comm_s}}}});
+  }
+  nlohmann::json j{
+      {"format", "cleave.compare/1"}, {"model", model}, {"cluster", cluster}, {"plans", list}};
+  return j.dump(2) + "\n";
+}
+
+std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
+                         sim::SimResult const& sim) {
+  auto events = nlohmann::json::array();
+  for (int d = 0; d < program.num_devices; ++d) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", d},
+                      {"args", {{"name", "device " + std::to_string(d)}}}});
+  }
+  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
+    auto const& t = program.tasks[i];
+    bool transfer = t.kind == lower::TaskKind::transfer;
+    std::string name = transfer ? "recv " + graph.tensor(t.tensor).name + " from " +
+                                      std::to_string(t.source_device)
+                       : t.kind == lower::TaskKind::reduce ? "reduce " + graph.tensor(t.tensor).name
+                                                           : graph.op(t.op).name;
+    events.push_back({{"name", name},
+                      {"ph", "X"},
+                      {"pid", t.device},
+                      {"tid", transfer ? 1 : 0},
+                      {"ts", sim.spans[i].start * 1e6},
+                      {"dur", (sim.spans[i].end - sim.spans[i].start) * 1e6},
+                      {"args", {{"bytes", t.bytes.value()}, {"flops", t.flops.value()}}}});
+  }
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+}
+
+}  // namespace cleave::report

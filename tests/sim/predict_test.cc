@@ -1,0 +1,69 @@
+// Predictions on real plans: data parallelism moves exactly what a ring all-reduce moves (the
+// hand calculation), a single-device plan moves nothing, and memory follows the simulated order.
+#include "sim/predict.h"
+
+#include <gtest/gtest.h>
+
+#include "autodiff/training_graph.h"
+#include "cluster/presets.h"
+#include "models/model_zoo.h"
+#include "search/baselines.h"
+
+namespace cleave::sim {
+namespace {
+
+struct Scenario {
+  std::unique_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();
+  ir::Graph graph;
+  cluster::Cluster cluster;
+  Scenario(std::string const& model, std::string const& cluster_spec)
+      : graph(*autodiff::build_training_graph(
+            *models::ModelZoo::with_builtins().build(model, *registry), *registry)),
+        cluster(*cluster::load_cluster(cluster_spec)) {}
+
+  Prediction run(std::string const& algo, std::int64_t batch) {
+    search::SearchContext ctx{graph, *registry, cluster, "", "", batch, 0};
+    auto p = search::make_plan(algo, ctx);
+    EXPECT_TRUE(p.has_value()) << p.error().to_string();
+    auto program = lower::lower(graph, *p, *registry);
+    EXPECT_TRUE(program.has_value()) << program.error().to_string();
+    return predict(graph, *program, cost::CostModel(cluster), batch);
+  }
+};
+
+TEST(Predict, DataParallelMovesWhatARingAllReduceMoves) {
+  // An MLP whose every weight dimension divides by 8: each weight is reduce-scattered after the
+  // backward pass and all-gathered before the forward pass: 2 * (N - 1) / N of it per device,
+  // 2 * (N - 1) * W over the cluster.
+  Scenario s("mlp:layers=2,hidden=256,input=128,classes=16,batch=64", "dgx-a100");
+  std::int64_t weights = (128 * 256 + 256) + (256 * 256 + 256) + (256 * 16 + 16);
+  Prediction dp = s.run("data-parallel", 64);
+  // Besides the weights only scalars move: the loss' partial sums to one device (7 x 4 bytes) and
+  // the loss gradient's seed back to every device (7 x 4 bytes).
+  EXPECT_EQ(dp.comm_bytes, 2 * 7 * weights * 4 + 7 * 4 + 7 * 4);
+  Prediction single = s.run("single", 64);
+  EXPECT_EQ(single.comm_bytes, 0);
+  EXPECT_LT(dp.peak_memory_bytes[0], single.peak_memory_bytes[0]);
+  EXPECT_GT(single.peak_memory_bytes[0], 3 * weights * 4);  // weights, gradients, momentum at least
+  EXPECT_TRUE(dp.fits);
+}
+
+TEST(Predict, BreakdownAddsUpToTheStep) {
+  Scenario s("resnet:depth=18,batch=16,image=64", "dgx-a100");
+  Prediction dp = s.run("data-parallel", 16);
+  auto const& b = dp.breakdown;
+  EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.idle_s, dp.step_time_s, 1e-9);
+  EXPECT_GT(b.compute_s, 0);
+  EXPECT_FALSE(dp.link_bytes.empty());
+}
+
+TEST(Predict, MemoryOverCapacityDoesNotFit) {
+  // WResNet-152-10 at batch 8 on one 12 GB K80 die: far beyond its memory.
+  Scenario s("resnet:depth=152,width=10,batch=8", "k80x8");
+  Prediction single = s.run("single", 8);
+  EXPECT_FALSE(single.fits);
+  EXPECT_GT(single.peak_memory_bytes[0], single.memory_capacity_bytes[0]);
+}
+
+}  // namespace
+}  // namespace cleave::sim
