@@ -14,11 +14,6 @@
 namespace cleave::cli {
 namespace {
 
-struct Predicted {
-  report::PlanRow row;
-  lower::Program program;
-};
-
 Expected<sim::Prediction> predict_plan(ModelInput const& model, plan::Plan const& p,
                                        cost::CostModel const& cost, ops::OpRegistry const& registry,
                                        lower::Program* program_out = nullptr) {

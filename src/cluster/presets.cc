@@ -95,27 +95,7 @@ FlopsPerSecond PresetArgs::flops_rate(std::string_view key) const {
 }
 
 Expected<ClusterSpec> parse_cluster_spec(std::string_view text) {
-  ClusterSpec spec;
-  auto colon = text.find(':');
-  spec.name = std::string(text.substr(0, colon));
-  if (spec.name.empty())
-    return Error(ErrorCode::parse_error, "cluster '" + std::string(text) +
-                                             "' has no name; write NAME or NAME:key=value,...");
-  if (colon == std::string_view::npos) return spec;
-  std::string_view rest = text.substr(colon + 1);
-  while (true) {
-    auto comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    auto eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size())
-      return Error(ErrorCode::parse_error, "cluster '" + std::string(text) + "': '" +
-                                               std::string(item) +
-                                               "' is not key=value; write NAME:key=value,...");
-    spec.args.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return spec;
+  return parse_named_spec(text, "cluster");
 }
 
 PresetRegistry PresetRegistry::with_builtins() {
@@ -156,27 +136,19 @@ Expected<PresetArgs> PresetRegistry::resolve(ClusterSpec const& spec) const {
                                            " (`cleave clusters` lists their keys), or give a "
                                            "cluster file (.json)");
   }
+  std::vector<SpecKeyDefault> keys;
+  for (auto const& k : def->keys)
+    keys.push_back({k.name, k.fallback});
+  CLEAVE_TRY(ResolvedSpec r, resolve_named_spec(
+                                 "cluster", spec, keys,
+                                 [&](std::size_t k, std::string const& value) {
+                                   return check_value(*def, def->keys[k], value);
+                                 },
+                                 accepted(*def)));
   PresetArgs args;
-  for (auto const& [key, value] : spec.args) {
-    auto k = std::find_if(def->keys.begin(), def->keys.end(),
-                          [&](PresetKey const& m) { return m.name == key; });
-    if (k == def->keys.end())
-      return Error(ErrorCode::invalid_argument, "cluster '" + def->name + "' has no key '" + key +
-                                                    "'; accepted keys:" + accepted(*def));
-    if (args.values_.count(key))
-      return Error(ErrorCode::invalid_argument,
-                   "cluster '" + def->name + "': key '" + key + "' is given twice");
-    CLEAVE_CHECK_OK(check_value(*def, *k, value));
-    args.values_[key] = value;
-  }
-  args.canonical_ = def->name;
-  char sep = ':';
-  for (auto const& k : def->keys) {
-    auto [it, inserted] = args.values_.emplace(k.name, k.fallback);
-    if (!inserted && it->second != k.fallback) args.overrides_.push_back(k.name + "=" + it->second);
-    args.canonical_ += sep + k.name + "=" + it->second;
-    sep = ',';
-  }
+  args.values_ = std::move(r.values);
+  args.canonical_ = std::move(r.canonical);
+  args.overrides_ = std::move(r.overrides);
   return args;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster/cluster_builder.h"
+#include "support/named_spec.h"
 
 namespace cleave::cluster {
 
@@ -56,10 +57,7 @@ struct PresetDef {
 };
 
 // "NAME[:key=value,...]".
-struct ClusterSpec {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> args;
-};
+using ClusterSpec = NamedSpec;
 Expected<ClusterSpec> parse_cluster_spec(std::string_view text);
 
 class PresetRegistry {

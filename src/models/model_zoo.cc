@@ -31,27 +31,7 @@ ir::DType ModelArgs::dtype() const {
 }
 
 Expected<ModelSpec> parse_model_spec(std::string_view text) {
-  ModelSpec spec;
-  auto colon = text.find(':');
-  spec.name = std::string(text.substr(0, colon));
-  if (spec.name.empty())
-    return Error(ErrorCode::parse_error,
-                 "model '" + std::string(text) + "' has no name; write NAME or NAME:key=value,...");
-  if (colon == std::string_view::npos) return spec;
-  std::string_view rest = text.substr(colon + 1);
-  while (!rest.empty()) {
-    auto comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    auto eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size())
-      return Error(ErrorCode::parse_error, "model '" + std::string(text) + "': '" +
-                                               std::string(item) +
-                                               "' is not key=value; write NAME:key=value,...");
-    spec.args.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return spec;
+  return parse_named_spec(text, "model");
 }
 
 namespace {
@@ -142,26 +122,18 @@ Expected<ModelArgs> ModelZoo::resolve(ModelSpec const& spec) const {
                                            " (`cleave models` lists their keys), or give a "
                                            "graph file (.json)");
   }
+  std::vector<SpecKeyDefault> keys;
+  for (auto const& k : def->keys)
+    keys.push_back({k.name, k.fallback});
+  CLEAVE_TRY(ResolvedSpec r, resolve_named_spec(
+                                 "model", spec, keys,
+                                 [&](std::size_t k, std::string const& value) {
+                                   return check_value(*def, def->keys[k], value);
+                                 },
+                                 accepted(*def)));
   ModelArgs args;
-  for (auto const& [key, value] : spec.args) {
-    auto k = std::find_if(def->keys.begin(), def->keys.end(),
-                          [&](ModelKey const& m) { return m.name == key; });
-    if (k == def->keys.end())
-      return Error(ErrorCode::invalid_argument, "model '" + def->name + "' has no key '" + key +
-                                                    "'; accepted keys:" + accepted(*def));
-    if (args.values_.count(key))
-      return Error(ErrorCode::invalid_argument,
-                   "model '" + def->name + "': key '" + key + "' is given twice");
-    CLEAVE_CHECK_OK(check_value(*def, *k, value));
-    args.values_[key] = value;
-  }
-  args.canonical_ = def->name;
-  char sep = ':';
-  for (auto const& k : def->keys) {
-    auto [it, inserted] = args.values_.emplace(k.name, k.fallback);
-    args.canonical_ += sep + k.name + "=" + it->second;
-    sep = ',';
-  }
+  args.values_ = std::move(r.values);
+  args.canonical_ = std::move(r.canonical);
   return args;
 }
 

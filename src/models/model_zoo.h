@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/op_builder.h"
+#include "support/named_spec.h"
 
 namespace cleave::models {
 
@@ -51,10 +52,7 @@ struct ModelDef {
 };
 
 // "NAME[:key=value,...]".
-struct ModelSpec {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> args;
-};
+using ModelSpec = NamedSpec;
 Expected<ModelSpec> parse_model_spec(std::string_view text);
 
 class ModelZoo {
