@@ -7,11 +7,13 @@
 #include <random>
 
 #include "autodiff/training_graph.h"
+#include "cluster/presets.h"
 #include "ir/graph_json.h"
 #include "lower/reference_run.h"
 #include "models/layers.h"
 #include "models/model_zoo.h"
 #include "ops/reference_executor.h"
+#include "search/baselines.h"
 
 namespace cleave::lower {
 namespace {
@@ -151,6 +153,33 @@ TEST_P(Lowering, RandomPlansComputeWhatTheGraphComputes) {
   }
   EXPECT_GT(transfers, 0);
   EXPECT_GT(reduces, 0);
+}
+
+TEST(Lowering, BaselinePlansComputeWhatTheGraphComputes) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = *autodiff::build_training_graph(tiny_attention(*registry), *registry);
+  Rng rng(5);
+  Sources sources = random_sources(g, rng);
+  auto whole = ops::evaluate_graph(g, *registry, sources);
+  ASSERT_TRUE(whole.has_value());
+  auto cluster = *cluster::load_cluster("cpu:devices=3");
+  for (char const* algo : {"single", "data-parallel", "tensor-parallel"}) {
+    search::SearchContext ctx{g, *registry, cluster, "cpu:devices=3", "", 2, 0};
+    auto p = search::make_plan(algo, ctx);
+    ASSERT_TRUE(p.has_value()) << p.error().to_string();
+    auto program = lower(g, *p, *registry);
+    ASSERT_TRUE(program.has_value()) << algo << ": " << program.error().to_string();
+    auto run = run_reference(g, *program, *registry, sources);
+    ASSERT_TRUE(run.has_value()) << algo << ": " << run.error().to_string();
+    for (auto const& t : g.tensors()) {
+      if (!g.producer(t.id).valid()) continue;
+      auto const& want = (*whole)[t.id.value()].values;
+      auto const& got = (*run)[t.id.value()].values;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, std::abs(want[i])))
+            << algo << " " << t.name;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Lowering, ::testing::Values("mlp", "cnn", "attention"));

@@ -1,6 +1,6 @@
-#include "sim/simulate.h"
-
 #include <gtest/gtest.h>
+
+#include "sim/simulate.h"
 
 namespace cleave::sim {
 namespace {
