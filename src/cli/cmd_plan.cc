@@ -32,11 +32,13 @@ Expected<double> ideal_step(ModelInput const& model, cost::CostModel const& cost
   return p.step_time_s / static_cast<double>(cost.cluster().num_devices());
 }
 
-Expected<report::PlanRow> plan_row(ModelInput const& model, cluster::Cluster const& cluster,
+// `ideal_step_s` is computed once per model and cluster (ideal_step) and shared by the rows.
+Expected<report::PlanRow> plan_row(ModelInput const& model, cost::CostModel const& cost,
                                    std::string const& cluster_spec, std::string const& algo,
-                                   std::uint64_t seed, ops::OpRegistry const& registry,
+                                   std::uint64_t seed, double ideal_step_s,
+                                   ops::OpRegistry const& registry,
                                    plan::Plan* plan_out = nullptr) {
-  cost::CostModel cost(cluster);
+  auto const& cluster = cost.cluster();
   search::SearchContext ctx{model.training, registry,    cluster, cluster_spec,
                             model.label,    model.batch, seed};
   CLEAVE_TRY(plan::Plan p, search::make_plan(algo, ctx));
@@ -44,7 +46,7 @@ Expected<report::PlanRow> plan_row(ModelInput const& model, cluster::Cluster con
   row.algorithm = algo;
   row.search_time_s = p.provenance.search_time_s;
   CLEAVE_TRY(row.prediction, predict_plan(model, p, cost, registry));
-  CLEAVE_TRY(row.ideal_step_time_s, ideal_step(model, cost, registry));
+  row.ideal_step_time_s = ideal_step_s;
   if (plan_out) *plan_out = std::move(p);
   return row;
 }
@@ -60,8 +62,11 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
+  cost::CostModel cost(*cluster);
+  auto ideal = ideal_step(*model, cost, registry);
+  if (!ideal) return report(ideal.error());
   plan::Plan p;
-  auto row = plan_row(*model, *cluster, cmd.cluster, cmd.algo, cmd.seed, registry, &p);
+  auto row = plan_row(*model, cost, cmd.cluster, cmd.algo, cmd.seed, *ideal, registry, &p);
   if (!row) return report(row.error());
   if (!cmd.output.empty()) {
     auto st = plan::save_plan(p, cmd.output);
@@ -109,9 +114,12 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
   std::vector<std::string> algos = cmd.algos.empty() ? search::algorithms() : cmd.algos;
+  cost::CostModel cost(*cluster);
+  auto ideal = ideal_step(*model, cost, registry);
+  if (!ideal) return report(ideal.error());
   std::vector<report::PlanRow> rows;
   for (auto const& a : algos) {
-    auto row = plan_row(*model, *cluster, cmd.cluster, a, 0, registry);
+    auto row = plan_row(*model, cost, cmd.cluster, a, 0, *ideal, registry);
     if (!row) return report(row.error().with_context("in algorithm '" + a + "'"));
     rows.push_back(std::move(*row));
   }

@@ -170,31 +170,6 @@ Expected<OpInstance> layer_norm_grad_gamma(ir::Attrs const& a, std::span<ir::Ten
       {{"invD", 1.0 / static_cast<double>(in[0].shape.back())}, {"eps", a.get_float("eps", 1e-5)}});
 }
 
-// Batch norm on [N, C, ...]: channel dimension 1, statistics over every other dimension.
-struct BnDims {
-  std::vector<std::string> d;  // X's indices, d[1] = "c"
-  std::string others;          // the reduced variables, "n,d2,d3"
-  tdl::Params params;          // inv = 1 / count
-  std::map<std::string, std::int64_t> extents;
-};
-
-Expected<BnDims> bn_dims(std::string const& op, std::string const& name, ir::TensorType const& x) {
-  CLEAVE_CHECK_OK(expect_rank(op, name, x, 2, 12));
-  BnDims b;
-  b.d = dim_vars(x.shape.size());
-  b.d[0] = "n";
-  b.d[1] = "c";
-  std::int64_t count = 1;
-  for (std::size_t i = 0; i < x.shape.size(); ++i) {
-    if (i == 1) continue;
-    b.others += (b.others.empty() ? "" : ",") + b.d[i];
-    b.extents[b.d[i]] = x.shape[i];
-    count *= x.shape[i];
-  }
-  b.params["inv"] = 1.0 / static_cast<double>(count);
-  return b;
-}
-
 // Batch-norm gradient ops name their inputs with one letter each: X, M, V, G, D (dY), v (dV) and
 // m (dM). X and dY are X-shaped, the others [C].
 std::string bn_input_name(char letter) {
@@ -240,7 +215,7 @@ Expected<OpInstance> bn_op(std::string const& op, std::string const& letters, bo
   std::string expr;
   for (char c : body)
     expr += c == '@' ? ref(inputs[0], b.d) : c == '$' ? ref("dY", b.d) : std::string(1, c);
-  tdl::Params p = b.params;
+  tdl::Params p = {{"inv", b.inv_count}};
   p["eps"] = a.get_float("eps", 1e-5);
   OpInstance inst =
       instance(channel ? out + "[c] = sum(" + b.others + ") " + expr : ref(out, b.d) + " = " + expr,

@@ -44,29 +44,6 @@ Expected<OpInstance> layer_norm(ir::Attrs const& a, std::span<ir::TensorType con
                   {{"invD", 1.0 / static_cast<double>(dim)}, {"eps", a.get_float("eps", 1e-5)}});
 }
 
-// Batch norm on [N, C, ...]: channel dimension 1, statistics over every other dimension.
-struct BnDims {
-  std::vector<std::string> d;  // X's indices, d[1] = "c"
-  std::string others;          // the reduced variables, "n,d2,d3"
-  double inv_count = 1;
-};
-
-Expected<BnDims> bn_dims(std::string const& op, ir::TensorType const& x) {
-  CLEAVE_CHECK_OK(expect_rank(op, "X", x, 2, 12));
-  BnDims b;
-  b.d = dim_vars(x.shape.size());
-  b.d[0] = "n";
-  b.d[1] = "c";
-  std::int64_t count = 1;
-  for (std::size_t i = 0; i < x.shape.size(); ++i) {
-    if (i == 1) continue;
-    b.others += (b.others.empty() ? "" : ",") + b.d[i];
-    count *= x.shape[i];
-  }
-  b.inv_count = 1.0 / static_cast<double>(count);
-  return b;
-}
-
 Status expect_channels(std::string const& op, std::span<ir::TensorType const> in, std::size_t from,
                        char const* names) {
   std::int64_t c = in[0].shape[1];
@@ -79,13 +56,13 @@ Status expect_channels(std::string const& op, std::span<ir::TensorType const> in
 }
 
 Expected<OpInstance> bn_mean(ir::Attrs const&, std::span<ir::TensorType const> in) {
-  CLEAVE_TRY(BnDims b, bn_dims("bn_mean", in[0]));
+  CLEAVE_TRY(BnDims b, bn_dims("bn_mean", "X", in[0]));
   return instance("M[c] = sum(" + b.others + ") " + ref("X", b.d) + " * inv", {"X"},
                   {{"inv", b.inv_count}});
 }
 
 Expected<OpInstance> bn_var(ir::Attrs const&, std::span<ir::TensorType const> in) {
-  CLEAVE_TRY(BnDims b, bn_dims("bn_var", in[0]));
+  CLEAVE_TRY(BnDims b, bn_dims("bn_var", "X", in[0]));
   CLEAVE_CHECK_OK(expect_channels("bn_var", in, 1, "M"));
   std::string x = ref("X", b.d);
   return instance("V[c] = sum(" + b.others + ") (" + x + " - M[c]) * (" + x + " - M[c]) * inv",
@@ -93,7 +70,7 @@ Expected<OpInstance> bn_var(ir::Attrs const&, std::span<ir::TensorType const> in
 }
 
 Expected<OpInstance> bn_apply(ir::Attrs const& a, std::span<ir::TensorType const> in) {
-  CLEAVE_TRY(BnDims b, bn_dims("bn_apply", in[0]));
+  CLEAVE_TRY(BnDims b, bn_dims("bn_apply", "X", in[0]));
   CLEAVE_CHECK_OK(expect_channels("bn_apply", in, 1, "M, V, G, B"));
   return instance(ref("Y", b.d) + " = (" + ref("X", b.d) +
                       " - M[c]) * rsqrt(V[c] + eps) * G[c] + B[c]",

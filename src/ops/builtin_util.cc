@@ -57,6 +57,23 @@ std::string ref(std::string const& tensor, std::vector<std::string> const& indic
   return out + "]";
 }
 
+Expected<BnDims> bn_dims(std::string const& op, std::string const& input, ir::TensorType const& x) {
+  CLEAVE_CHECK_OK(expect_rank(op, input, x, 2, 12));
+  BnDims b;
+  b.d = dim_vars(x.shape.size());
+  b.d[0] = "n";
+  b.d[1] = "c";
+  std::int64_t count = 1;
+  for (std::size_t i = 0; i < x.shape.size(); ++i) {
+    if (i == 1) continue;
+    b.others += (b.others.empty() ? "" : ",") + b.d[i];
+    b.extents[b.d[i]] = x.shape[i];
+    count *= x.shape[i];
+  }
+  b.inv_count = 1.0 / static_cast<double>(count);
+  return b;
+}
+
 Expected<std::size_t> normalize_axis(std::string const& op, std::int64_t axis, std::size_t rank) {
   auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= r)

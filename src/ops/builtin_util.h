@@ -1,6 +1,7 @@
 // Helpers shared by the builtin_*.cc files that write the TDL of each built-in op.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ struct SliceAxis {
 // The slice attributes (starts, ends, axes, steps) of `op` applied to an input of shape x.
 Expected<std::vector<SliceAxis>> slice_axes(std::string const& op, ir::Attrs const& a,
                                             ir::Shape const& x);
+
+// Batch norm's view of X [N, C, ...]: channel dimension 1, statistics over every other one.
+struct BnDims {
+  std::vector<std::string> d;                   // X's indices: n, c, d2, ...
+  std::string others;                           // the reduced variables, "n,d2,d3"
+  std::map<std::string, std::int64_t> extents;  // of the reduced variables
+  double inv_count = 1;                         // 1 / the number of reduced elements
+};
+Expected<BnDims> bn_dims(std::string const& op, std::string const& input, ir::TensorType const& x);
 
 // Axis in [-rank, rank) -> [0, rank), or an error naming the op.
 Expected<std::size_t> normalize_axis(std::string const& op, std::int64_t axis, std::size_t rank);
