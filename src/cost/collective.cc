@@ -1,0 +1,122 @@
+#include "cost/collective.h"
+
+#include <algorithm>
+#include <map>
+
+#include "support/assert.h"
+
+namespace cleave::cost {
+namespace {
+
+struct Edge {
+  cluster::DeviceId from;
+  cluster::DeviceId to;
+};
+
+// The time of one step in which every edge moves `chunk` bytes at once, with the edges that cross
+// the same link direction sharing its bandwidth (plus the route's latency if `with_latency`); adds
+// each edge's route to `load` (channel -> bytes per step).
+double step_time(cluster::Cluster const& c, std::vector<Edge> const& edges, double chunk,
+                 bool with_latency, std::map<std::size_t, double>& load) {
+  std::map<std::size_t, int> sharing;
+  for (auto e : edges)
+    for (auto const& hop : c.route(e.from, e.to).hops)
+      ++sharing[hop.channel()];
+  double worst = 0;
+  for (auto e : edges) {
+    auto route = c.route(e.from, e.to);
+    double seconds = with_latency ? route.latency.value() : 0.0;
+    double slowest = 0;
+    for (auto const& hop : route.hops) {
+      double bw = c.link(hop.link).bandwidth.value() / sharing[hop.channel()];
+      slowest = std::max(slowest, chunk / bw);
+      load[hop.channel()] += chunk;
+    }
+    worst = std::max(worst, seconds + slowest);
+  }
+  return worst;
+}
+
+std::vector<std::pair<std::size_t, Bytes>> to_bytes(std::map<std::size_t, double> const& load,
+                                                    double times) {
+  std::vector<std::pair<std::size_t, Bytes>> out;
+  for (auto [channel, bytes] : load)
+    out.push_back({channel, Bytes(static_cast<std::int64_t>(bytes * times + 0.5))});
+  return out;
+}
+
+CollectiveCost ring(cluster::Cluster const& c, CollectiveKind kind, Bytes bytes,
+                    std::span<cluster::DeviceId const> group) {
+  std::size_t n = group.size();
+  std::vector<Edge> edges;
+  for (std::size_t i = 0; i < n; ++i)
+    edges.push_back({group[i], group[(i + 1) % n]});
+  std::map<std::size_t, double> load;
+  double chunk = static_cast<double>(bytes.value()) / static_cast<double>(n);
+  double step = step_time(c, edges, chunk, /*with_latency=*/true, load);
+  double steps = static_cast<double>(n - 1) * (kind == CollectiveKind::all_reduce ? 2 : 1);
+  return {Seconds(step * steps), CollectiveAlgorithm::ring, to_bytes(load, steps)};
+}
+
+// A binary tree over the group in heap order (member i's parent is member (i-1)/2); the buffer is
+// pipelined up the tree and back down, so its time is two traversals of the deepest path's
+// latency plus twice the bytes over the slowest edge.
+CollectiveCost tree(cluster::Cluster const& c, Bytes bytes,
+                    std::span<cluster::DeviceId const> group) {
+  std::size_t n = group.size();
+  std::vector<Edge> up, down;
+  for (std::size_t i = 1; i < n; ++i) {
+    up.push_back({group[i], group[(i - 1) / 2]});
+    down.push_back({group[(i - 1) / 2], group[i]});
+  }
+  int depth = 0;
+  while ((std::size_t{1} << depth) < n + 1)
+    ++depth;
+  --depth;  // levels below the root
+  double size = static_cast<double>(bytes.value());
+  std::map<std::size_t, double> load;
+  double max_latency = 0;
+  for (auto e : up)
+    max_latency = std::max(max_latency, c.route(e.from, e.to).latency.value());
+  double seconds = 2 * depth * max_latency +
+                   step_time(c, up, size, /*with_latency=*/false, load) +
+                   step_time(c, down, size, /*with_latency=*/false, load);
+  return {Seconds(seconds), CollectiveAlgorithm::tree, to_bytes(load, 1)};
+}
+
+}  // namespace
+
+std::string_view collective_kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_gather: return "all-gather";
+    case CollectiveKind::reduce_scatter: return "reduce-scatter";
+    case CollectiveKind::all_reduce: return "all-reduce";
+  }
+  return "?";
+}
+
+std::string_view collective_algorithm_name(CollectiveAlgorithm algorithm) {
+  return algorithm == CollectiveAlgorithm::ring ? "ring" : "tree";
+}
+
+CollectiveCost collective_cost(cluster::Cluster const& cluster, CollectiveKind kind, Bytes bytes,
+                               std::span<cluster::DeviceId const> group) {
+  CLEAVE_ASSERT(!group.empty(), "a collective needs a group");
+  if (group.size() == 1 || bytes.value() == 0) return {};
+  CollectiveCost best = ring(cluster, kind, bytes, group);
+  if (kind == CollectiveKind::all_reduce) {
+    CollectiveCost t = tree(cluster, bytes, group);
+    if (t.time.value() < best.time.value()) best = std::move(t);
+  }
+  return best;
+}
+
+BytesPerSecond bus_bandwidth(CollectiveKind kind, Bytes bytes, std::size_t members,
+                             Seconds time) {
+  if (time.value() <= 0 || members < 2) return BytesPerSecond(0);
+  double n = static_cast<double>(members);
+  double factor = (n - 1) / n * (kind == CollectiveKind::all_reduce ? 2 : 1);
+  return BytesPerSecond(static_cast<double>(bytes.value()) / time.value() * factor);
+}
+
+}  // namespace cleave::cost

@@ -1,0 +1,114 @@
+#include "cost/collective.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "cluster/presets.h"
+
+namespace cleave::cost {
+namespace {
+
+std::vector<cluster::DeviceId> first(std::size_t n) {
+  std::vector<cluster::DeviceId> g;
+  for (std::size_t i = 0; i < n; ++i)
+    g.push_back(cluster::DeviceId(static_cast<cluster::DeviceId::value_type>(i)));
+  return g;
+}
+
+cluster::Cluster preset(std::string const& spec) {
+  auto c = cluster::load_cluster(spec);
+  EXPECT_TRUE(c.has_value()) << spec;
+  return std::move(*c);
+}
+
+constexpr std::int64_t gib = std::int64_t{1} << 30;
+
+TEST(CollectiveCost, GroupOfOneIsFree) {
+  auto c = preset("dgx-a100");
+  auto g = first(1);
+  auto cost = collective_cost(c, CollectiveKind::all_reduce, Bytes(gib), g);
+  EXPECT_EQ(cost.time.value(), 0);
+  EXPECT_TRUE(cost.channel_bytes.empty());
+}
+
+// Inside an NVSwitch node every ring hop has its GPU's whole NVSwitch bandwidth, so a large
+// all-reduce's bus bandwidth approaches the per-GPU link bandwidth (300 GB/s on DGX A100).
+TEST(CollectiveCost, RingInsideNvSwitchNodeRunsAtLinkBandwidth) {
+  auto c = preset("dgx-a100");
+  auto g = first(8);
+  auto cost = collective_cost(c, CollectiveKind::all_reduce, Bytes(gib), g);
+  EXPECT_EQ(cost.algorithm, CollectiveAlgorithm::ring);
+  double bus = bus_bandwidth(CollectiveKind::all_reduce, Bytes(gib), 8, cost.time).value();
+  EXPECT_GT(bus, 0.99 * 300e9);
+  EXPECT_LE(bus, 300e9);
+  // Hand calculation: 2 (n-1) steps of (latency + (S/n) / B), latency = two NVSwitch hops.
+  auto route = c.route(g[0], g[1]);
+  double expected = 14 * (route.latency.value() + static_cast<double>(gib) / 8 / 300e9);
+  EXPECT_NEAR(cost.time.value(), expected, 1e-12);
+}
+
+// Every ring hop carries (n-1)/n of the buffer per pass: reduce-scatter once, all-reduce twice.
+TEST(CollectiveCost, RingBytesPerLinkDirection) {
+  auto c = preset("dgx-a100");
+  auto g = first(4);
+  auto rs = collective_cost(c, CollectiveKind::reduce_scatter, Bytes(4000), g);
+  auto ar = collective_cost(c, CollectiveKind::all_reduce, Bytes(4000000), g);
+  ASSERT_EQ(rs.channel_bytes.size(), 8u);  // each member's uplink and downlink to the switch
+  for (auto [channel, bytes] : rs.channel_bytes)
+    EXPECT_EQ(bytes.value(), 3000) << channel;
+  for (auto [channel, bytes] : ar.channel_bytes)
+    EXPECT_EQ(bytes.value(), 6000000) << channel;
+}
+
+// Across two nodes the ring crosses the InfiniBand NICs, the bottleneck: 400 Gb/s = 50 GB/s.
+TEST(CollectiveCost, HierarchyShowsAcrossNodes) {
+  auto c = preset("h100-2x8");
+  auto inside = first(8);
+  auto across = first(16);
+  auto in = collective_cost(c, CollectiveKind::all_gather, Bytes(gib), inside);
+  auto out = collective_cost(c, CollectiveKind::all_gather, Bytes(gib), across);
+  double bus_in = bus_bandwidth(CollectiveKind::all_gather, Bytes(gib), 8, in.time).value();
+  double bus_out = bus_bandwidth(CollectiveKind::all_gather, Bytes(gib), 16, out.time).value();
+  EXPECT_GT(bus_in, 0.99 * 450e9);
+  EXPECT_GT(bus_out, 0.98 * 50e9);
+  EXPECT_LE(bus_out, 50e9);
+}
+
+// For a tiny buffer latency dominates: the tree's 2 log2(n) latencies beat the ring's 2 (n-1).
+TEST(CollectiveCost, SmallAllReduceTakesTheTree) {
+  auto c = preset("h100-2x8");
+  auto g = first(16);
+  auto small = collective_cost(c, CollectiveKind::all_reduce, Bytes(8), g);
+  auto large = collective_cost(c, CollectiveKind::all_reduce, Bytes(gib), g);
+  EXPECT_EQ(small.algorithm, CollectiveAlgorithm::tree);
+  EXPECT_EQ(large.algorithm, CollectiveAlgorithm::ring);
+  // All-gather and reduce-scatter are rings whatever their size (NCCL has no tree for them).
+  EXPECT_EQ(collective_cost(c, CollectiveKind::all_gather, Bytes(8), g).algorithm,
+            CollectiveAlgorithm::ring);
+}
+
+// Two ring hops that share a link direction share its bandwidth: a ring 0 -> 8 -> 1 -> 9 over
+// two nodes crosses the network four times and is slower than the ring 0..15 that crosses twice.
+TEST(CollectiveCost, RingOrderMatters) {
+  auto c = preset("h100-2x8");
+  std::vector<cluster::DeviceId> interleaved;
+  for (int i = 0; i < 8; ++i) {
+    interleaved.push_back(cluster::DeviceId(static_cast<cluster::DeviceId::value_type>(i)));
+    interleaved.push_back(cluster::DeviceId(static_cast<cluster::DeviceId::value_type>(i + 8)));
+  }
+  auto blocked = first(16);
+  auto a = collective_cost(c, CollectiveKind::reduce_scatter, Bytes(gib), interleaved);
+  auto b = collective_cost(c, CollectiveKind::reduce_scatter, Bytes(gib), blocked);
+  EXPECT_GE(a.time.value(), b.time.value());
+}
+
+TEST(CollectiveCost, BusBandwidthFactors) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth(CollectiveKind::all_reduce, Bytes(800), 8, Seconds(1)).value(),
+                   1400);
+  EXPECT_DOUBLE_EQ(bus_bandwidth(CollectiveKind::all_gather, Bytes(800), 8, Seconds(1)).value(),
+                   700);
+}
+
+}  // namespace
+}  // namespace cleave::cost
