@@ -8,7 +8,7 @@
 #include "ir/graph_json.h"
 #include "plan/plan_json.h"
 #include "report/plan_report.h"
-#include "search/baselines.h"
+#include "search/search.h"
 #include "support/file_io.h"
 
 namespace cleave::cli {

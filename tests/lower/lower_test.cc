@@ -13,7 +13,7 @@
 #include "models/layers.h"
 #include "models/model_zoo.h"
 #include "ops/reference_executor.h"
-#include "search/baselines.h"
+#include "search/search.h"
 
 namespace cleave::lower {
 namespace {

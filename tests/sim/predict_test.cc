@@ -5,7 +5,7 @@
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
 #include "models/model_zoo.h"
-#include "search/baselines.h"
+#include "search/search.h"
 #include "sim/predict.h"
 
 namespace cleave::sim {

@@ -1,29 +1,11 @@
-#include "search/baselines.h"
+#include "search/baselines/baselines.h"
 
-#include <chrono>
+#include <algorithm>
 
-#include "ir/graph_json.h"
+#include "search/common/plan_util.h"
 
 namespace cleave::search {
 namespace {
-
-// The iteration slots an index expression depends on.
-void slots_in(tdl::BoundIndex const& b, std::vector<int>& out) {
-  if (b.kind == tdl::BoundIndex::Kind::gather) return;
-  for (auto [slot, coef] : b.var_terms)
-    out.push_back(slot);
-  for (auto const& c : b.children)
-    slots_in(c, out);
-}
-
-// Splits dimension `dim` of the op over up to n devices (fewer if it is shorter).
-void split(plan::OpConfig& c, std::size_t dim, std::int64_t extent, int n) {
-  std::int64_t k = std::min<std::int64_t>(n, extent);
-  c.degrees[dim] = k;
-  c.devices.resize(static_cast<std::size_t>(k));
-  for (std::int64_t i = 0; i < k; ++i)
-    c.devices[static_cast<std::size_t>(i)] = static_cast<int>(i);
-}
 
 // Which dimension of a tensor is split, and whether it is the batch or a model (tensor-parallel)
 // dimension.
@@ -116,44 +98,24 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
           axes[op.outputs[0].value()] = {static_cast<int>(k), model};
       }
     }
-    split(p.ops[id.value()], static_cast<std::size_t>(chosen),
-          dims[static_cast<std::size_t>(chosen)].extent, n);
+    split_dim(p.ops[id.value()], static_cast<std::size_t>(chosen),
+              dims[static_cast<std::size_t>(chosen)].extent, n);
   }
   return p;
 }
 
 }  // namespace
 
-std::vector<std::string> algorithms() {
-  return {"single", "data-parallel", "tensor-parallel"};
+Expected<plan::Plan> single(SearchContext const& ctx) {
+  return plan::single_device_plan(ctx.graph, ctx.registry);
 }
 
-Expected<plan::Plan> make_plan(std::string const& algorithm, SearchContext const& ctx) {
-  auto t0 = std::chrono::steady_clock::now();
-  int n = static_cast<int>(ctx.cluster.num_devices());
-  Expected<plan::Plan> p = Error(ErrorCode::not_found, "");
-  if (algorithm == "single") {
-    p = plan::single_device_plan(ctx.graph, ctx.registry);
-  } else if (algorithm == "data-parallel") {
-    p = propagate(ctx, n, /*tensor_parallel=*/false);
-  } else if (algorithm == "tensor-parallel") {
-    p = propagate(ctx, n, /*tensor_parallel=*/true);
-  } else {
-    std::string known;
-    for (auto const& a : algorithms())
-      known += (known.empty() ? "" : ", ") + a;
-    return Error(ErrorCode::not_found,
-                 "unknown algorithm '" + algorithm + "'; available: " + known);
-  }
-  if (!p) return p;
-  p->num_devices = n;
-  p->cluster = ctx.cluster_spec;
-  p->model = ctx.model;
-  p->provenance.algorithm = algorithm;
-  p->provenance.seed = ctx.seed;
-  p->provenance.search_time_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return p;
+Expected<plan::Plan> data_parallel(SearchContext const& ctx) {
+  return propagate(ctx, static_cast<int>(ctx.cluster.num_devices()), /*tensor_parallel=*/false);
+}
+
+Expected<plan::Plan> tensor_parallel(SearchContext const& ctx) {
+  return propagate(ctx, static_cast<int>(ctx.cluster.num_devices()), /*tensor_parallel=*/true);
 }
 
 }  // namespace cleave::search

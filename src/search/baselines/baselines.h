@@ -7,26 +7,12 @@
 // moves far more than Megatron's vocabulary-parallel loss, docs/cost_model.md).
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "cluster/cluster.h"
-#include "plan/plan.h"
+#include "search/common/search_context.h"
 
 namespace cleave::search {
 
-struct SearchContext {
-  ir::Graph const& graph;
-  ops::OpRegistry const& registry;
-  cluster::Cluster const& cluster;
-  std::string cluster_spec;
-  std::string model;       // the model spec or file, recorded in the plan
-  std::int64_t batch = 0;  // samples per step: inputs whose first dimension is this are batched
-  std::uint64_t seed = 0;
-};
-
-std::vector<std::string> algorithms();
-// Runs `algorithm` and records its name, config, seed and search time in the plan.
-Expected<plan::Plan> make_plan(std::string const& algorithm, SearchContext const& ctx);
+Expected<plan::Plan> single(SearchContext const& ctx);
+Expected<plan::Plan> data_parallel(SearchContext const& ctx);
+Expected<plan::Plan> tensor_parallel(SearchContext const& ctx);
 
 }  // namespace cleave::search

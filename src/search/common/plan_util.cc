@@ -1,0 +1,24 @@
+#include "search/common/plan_util.h"
+
+#include <algorithm>
+
+namespace cleave::search {
+
+void slots_in(tdl::BoundIndex const& index, std::vector<int>& out) {
+  if (index.kind == tdl::BoundIndex::Kind::gather) return;
+  for (auto [slot, coef] : index.var_terms)
+    out.push_back(slot);
+  for (auto const& c : index.children)
+    slots_in(c, out);
+}
+
+void split_dim(plan::OpConfig& config, std::size_t dim, std::int64_t extent, int ways,
+               int first_device) {
+  std::int64_t k = std::min<std::int64_t>(ways, extent);
+  config.degrees[dim] = k;
+  config.devices.resize(static_cast<std::size_t>(k));
+  for (std::int64_t i = 0; i < k; ++i)
+    config.devices[static_cast<std::size_t>(i)] = first_device + static_cast<int>(i);
+}
+
+}  // namespace cleave::search

@@ -1,0 +1,68 @@
+#include "search/search.h"
+
+#include <chrono>
+#include <functional>
+
+#include "search/baselines/baselines.h"
+
+namespace cleave::search {
+namespace {
+
+struct Algorithm {
+  AlgorithmInfo info;
+  std::function<Expected<plan::Plan>(SearchContext const&)> run;
+};
+
+std::vector<Algorithm> const& table() {
+  static std::vector<Algorithm> const all = {
+      {{"single", "every op whole on device 0, memory ignored (Tofu's Ideal reference)"}, single},
+      {{"data-parallel",
+        "every op split on its batch dimension over all devices; weight updates sharded (ZeRO)"},
+       data_parallel},
+      {{"tensor-parallel",
+        "linears split column then row (Megatron-style), everything else data parallel"},
+       tensor_parallel},
+  };
+  return all;
+}
+
+}  // namespace
+
+std::vector<AlgorithmInfo> algorithm_infos() {
+  std::vector<AlgorithmInfo> out;
+  for (auto const& a : table())
+    out.push_back(a.info);
+  return out;
+}
+
+std::vector<std::string> algorithms() {
+  std::vector<std::string> out;
+  for (auto const& a : table())
+    out.push_back(a.info.name);
+  return out;
+}
+
+Expected<plan::Plan> make_plan(std::string const& algorithm, SearchContext const& ctx) {
+  Algorithm const* found = nullptr;
+  for (auto const& a : table())
+    if (a.info.name == algorithm) found = &a;
+  if (!found) {
+    std::string known;
+    for (auto const& a : algorithms())
+      known += (known.empty() ? "" : ", ") + a;
+    return Error(ErrorCode::not_found,
+                 "unknown algorithm '" + algorithm + "'; available: " + known);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  CLEAVE_TRY(plan::Plan p, found->run(ctx));
+  p.num_devices = static_cast<int>(ctx.cluster.num_devices());
+  p.cluster = ctx.cluster_spec;
+  p.model = ctx.model;
+  p.provenance.algorithm = algorithm;
+  p.provenance.seed = ctx.seed;
+  p.provenance.search_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+}  // namespace cleave::search
