@@ -78,8 +78,7 @@ CollectiveCost tree(cluster::Cluster const& c, Bytes bytes,
   double max_latency = 0;
   for (auto e : up)
     max_latency = std::max(max_latency, c.route(e.from, e.to).latency.value());
-  double seconds = 2 * depth * max_latency +
-                   step_time(c, up, size, /*with_latency=*/false, load) +
+  double seconds = 2 * depth * max_latency + step_time(c, up, size, /*with_latency=*/false, load) +
                    step_time(c, down, size, /*with_latency=*/false, load);
   return {Seconds(seconds), CollectiveAlgorithm::tree, to_bytes(load, 1)};
 }
@@ -88,9 +87,12 @@ CollectiveCost tree(cluster::Cluster const& c, Bytes bytes,
 
 std::string_view collective_kind_name(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::all_gather: return "all-gather";
-    case CollectiveKind::reduce_scatter: return "reduce-scatter";
-    case CollectiveKind::all_reduce: return "all-reduce";
+  case CollectiveKind::all_gather:
+    return "all-gather";
+  case CollectiveKind::reduce_scatter:
+    return "reduce-scatter";
+  case CollectiveKind::all_reduce:
+    return "all-reduce";
   }
   return "?";
 }
@@ -111,8 +113,7 @@ CollectiveCost collective_cost(cluster::Cluster const& cluster, CollectiveKind k
   return best;
 }
 
-BytesPerSecond bus_bandwidth(CollectiveKind kind, Bytes bytes, std::size_t members,
-                             Seconds time) {
+BytesPerSecond bus_bandwidth(CollectiveKind kind, Bytes bytes, std::size_t members, Seconds time) {
   if (time.value() <= 0 || members < 2) return BytesPerSecond(0);
   double n = static_cast<double>(members);
   double factor = (n - 1) / n * (kind == CollectiveKind::all_reduce ? 2 : 1);

@@ -123,8 +123,11 @@ Expected<ModelArgs> ModelZoo::resolve(ModelSpec const& spec) const {
                                            "graph file (.json)");
   }
   std::vector<SpecKeyDefault> keys;
-  for (auto const& k : def->keys)
-    keys.push_back({k.name, k.fallback});
+  for (auto const& k : def->keys) {
+    auto derived = def->derived_defaults.find(k.name);
+    keys.push_back(
+        {k.name, derived == def->derived_defaults.end() ? k.fallback : derived->second(spec)});
+  }
   CLEAVE_TRY(ResolvedSpec r, resolve_named_spec(
                                  "model", spec, keys,
                                  [&](std::size_t k, std::string const& value) {

@@ -47,6 +47,10 @@ struct ModelDef {
   std::string name;
   std::string summary;
   std::vector<ModelKey> keys;  // "dtype" is added to every model
+  // Keys whose default depends on other keys (GPT's heads = hidden/64): computes the default from
+  // the spec as given; the key's `fallback` documents the rule.
+  std::map<std::string, std::function<std::string(NamedSpec const& spec)>, std::less<>>
+      derived_defaults;
   // Builds the forward graph; reports bad combinations of values with b.fail().
   std::function<void(ops::OpBuilder& b, ModelArgs const& args)> build;
 };

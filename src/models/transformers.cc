@@ -7,6 +7,7 @@
 // Dropout is left out (it adds no parameters; its masks would be extra inputs), as is BERT's
 // pooler and next-sentence head; docs/zoo.md gives the parameter counts against the published ones.
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,28 @@ void build_bert(ops::OpBuilder& b, ModelArgs const& a) {
   tied_lm_loss(b, x, word, bias, batch * seq, vocab);
 }
 
+// The default number of heads: head size 64, as in GPT-2, GPT-3 small to XL and BERT, rounded
+// down to a divisor of hidden (so that every hidden size has a working default).
+std::string default_heads(NamedSpec const& spec, std::string text) {
+  for (auto const& [key, value] : spec.args)
+    if (key == "hidden") text = value;
+  std::int64_t hidden = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), hidden);
+  if (ec != std::errc() || end != text.data() + text.size() || hidden < 1) return "1";
+  std::int64_t heads = std::max<std::int64_t>(1, hidden / 64);
+  while (hidden % heads != 0)
+    --heads;
+  return std::to_string(heads);
+}
+
+ModelKey const heads_key{"heads",
+                         KeyKind::integer,
+                         "hidden/64",
+                         "attention heads; must divide hidden; default: head size 64, rounded "
+                         "down to a divisor of hidden",
+                         1,
+                         {}};
+
 }  // namespace
 
 void add_transformers(ModelZoo& zoo) {
@@ -151,7 +174,7 @@ void add_transformers(ModelZoo& zoo) {
   gpt.keys = {
       {"layers", KeyKind::integer, "12", "transformer blocks", 1, {}},
       {"hidden", KeyKind::integer, "768", "model width", 1, {}},
-      {"heads", KeyKind::integer, "12", "attention heads; must divide hidden", 1, {}},
+      heads_key,
       {"seq", KeyKind::integer, "1024", "sequence length (also the position table's rows)", 1, {}},
       {"vocab", KeyKind::integer, "50257", "vocabulary size", 2, {}},
       {"batch", KeyKind::integer, "8", "sequences per step", 1, {}},
@@ -161,6 +184,7 @@ void add_transformers(ModelZoo& zoo) {
        "feed-forward width as a multiple of hidden (GPT-2: 4)",
        1,
        {}}};
+  gpt.derived_defaults["heads"] = [](NamedSpec const& s) { return default_heads(s, "768"); };
   gpt.build = build_gpt;
   auto st = zoo.add(std::move(gpt));
   CLEAVE_ASSERT(st.is_ok(), "duplicate model");
@@ -173,10 +197,11 @@ void add_transformers(ModelZoo& zoo) {
   bert.keys = {
       {"layers", KeyKind::integer, "12", "transformer blocks", 1, {}},
       {"hidden", KeyKind::integer, "768", "model width (feed-forward: 4x)", 1, {}},
-      {"heads", KeyKind::integer, "12", "attention heads; must divide hidden", 1, {}},
+      heads_key,
       {"seq", KeyKind::integer, "512", "sequence length (also the position table's rows)", 1, {}},
       {"vocab", KeyKind::integer, "30522", "vocabulary size", 2, {}},
       {"batch", KeyKind::integer, "8", "sequences per step", 1, {}}};
+  bert.derived_defaults["heads"] = [](NamedSpec const& s) { return default_heads(s, "768"); };
   bert.build = build_bert;
   st = zoo.add(std::move(bert));
   CLEAVE_ASSERT(st.is_ok(), "duplicate model");

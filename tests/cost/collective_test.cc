@@ -1,10 +1,8 @@
-#include "cost/collective.h"
-
 #include <gtest/gtest.h>
-
 #include <numeric>
 
 #include "cluster/presets.h"
+#include "cost/collective.h"
 
 namespace cleave::cost {
 namespace {

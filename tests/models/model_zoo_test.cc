@@ -75,3 +75,30 @@ TEST_F(Zoo, EveryModelBuildsAtItsDefaults) {
 
 }  // namespace
 }  // namespace cleave::models
+
+namespace cleave::models {
+namespace {
+
+// heads defaults to hidden/64 (head size 64), rounded down to a divisor of hidden, so the issue's
+// gpt:layers=24,hidden=2048 works without naming heads; an explicit value still must divide.
+TEST(ZooDerivedDefaults, HeadsFollowHidden) {
+  auto zoo = ModelZoo::with_builtins();
+  auto heads = [&](std::string const& text) -> std::int64_t {
+    auto spec = parse_model_spec(text);
+    EXPECT_TRUE(spec.has_value());
+    auto args = zoo.resolve(*spec);
+    EXPECT_TRUE(args.has_value()) << text;
+    return args ? args->integer("heads") : -1;
+  };
+  EXPECT_EQ(heads("gpt"), 12);
+  EXPECT_EQ(heads("gpt:hidden=2048"), 32);
+  EXPECT_EQ(heads("gpt:hidden=1600"), 25);  // GPT-2 XL
+  EXPECT_EQ(heads("bert:hidden=1024"), 16);  // BERT-large
+  EXPECT_EQ(heads("gpt:hidden=200"), 2);     // 200/64 = 3 does not divide 200
+  EXPECT_EQ(heads("gpt:hidden=2048,heads=8"), 8);
+  auto registry = ops::OpRegistry::with_builtins();
+  EXPECT_FALSE(zoo.build("gpt:hidden=2048,heads=12", *registry).has_value());
+}
+
+}  // namespace
+}  // namespace cleave::models
