@@ -87,7 +87,7 @@ void add_dense_rules(GradientRules& rules) {
   });
   rules.add("conv2d", [](GradContext& c, auto& g) {
     ir::Attrs a = copy_attrs(c, {"stride", "padding", "dilation", "groups"});
-    auto const& w = c.shape(c.input(1));
+    ir::Shape const w = c.shape(c.input(1));  // a copy: emit may move the shapes
     if (c.wanted(0))
       g[0] = c.emit("conv2d_grad_input", {c.grad_output(), c.input(1)},
                     with(a, "input_shape", c.shape(c.input(0))), "X");

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   plan->add_option("--cluster", plan_cmd.cluster,
                    "a preset NAME[:key=value,...] (`cleave clusters`) or a cleave.cluster/1 file")
       ->required();
-  plan->add_option("--algo", plan_cmd.algo, "single, data-parallel (default) or tensor-parallel");
+  plan->add_option("--algo", plan_cmd.algo, "single, data-parallel (default) or expert");
   plan->add_option("-o,--output", plan_cmd.output, "write the plan (cleave.plan/1)");
   plan->add_option("--seed", plan_cmd.seed, "seed of randomised algorithms");
   plan->add_flag("--json", plan_cmd.json, "print cleave.compare/1 JSON");

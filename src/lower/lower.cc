@@ -148,6 +148,30 @@ class Lowering {
     return deps;
   }
 
+  // The dimension along which reduced partial results of tensor t (over `region`) are cut: the
+  // first dimension along which a consumer's pieces read t in parts, so that the parts land
+  // where they are read next (Megatron's reduce-scatter onto the sequence-parallel layout,
+  // ZeRO's onto the optimizer's shards); else the longest dimension.
+  Expected<std::size_t> cut_dimension(ir::TensorId t, tdl::Box const& region) {
+    for (ir::OpId c : graph_.consumers(t)) {
+      ir::Op const& op = graph_.op(c);
+      CLEAVE_TRY(Pieces p, pieces_of(c));
+      for (std::size_t d = 0; d < region.size(); ++d) {
+        if (region[d].size() < 2) continue;
+        for (auto const& info : p.infos)
+          for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+            if (op.inputs[i] != t || info.inputs[i].empty()) continue;
+            tdl::Box part = intersect(info.inputs[i].box, region);
+            if (!empty(part) && part[d] != region[d]) return d;
+          }
+      }
+    }
+    std::size_t longest = 0;
+    for (std::size_t d = 1; d < region.size(); ++d)
+      if (region[d].size() > region[longest].size()) longest = d;
+    return longest;
+  }
+
   Status lower_op(ir::OpId id) {
     ir::Op const& op = graph_.op(id);
     CLEAVE_TRY(Pieces p, pieces_of(id));
@@ -192,15 +216,13 @@ class Lowering {
         continue;
       }
       // Reduce-scatter: the region is cut into one part per distinct device of the group (along
-      // its longest dimension) and each device combines one part, so the partial results cross
-      // the links once each, as in a ring reduce-scatter, instead of converging on one device.
+      // cut_dimension) and each device combines one part, so the partial results cross the links
+      // once each, as in a ring reduce-scatter, instead of converging on one device.
       std::vector<int> targets;
       for (std::size_t k : members)
         if (std::find(targets.begin(), targets.end(), devices[k]) == targets.end())
           targets.push_back(devices[k]);
-      std::size_t longest = 0;
-      for (std::size_t d = 1; d < first.output.size(); ++d)
-        if (first.output[d].size() > first.output[longest].size()) longest = d;
+      CLEAVE_TRY(std::size_t longest, cut_dimension(out, first.output));
       std::int64_t cuts = first.output.empty()
                               ? 1
                               : std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),

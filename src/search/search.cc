@@ -19,9 +19,10 @@ std::vector<Algorithm> const& table() {
       {{"data-parallel",
         "every op split on its batch dimension over all devices; weight updates sharded (ZeRO)"},
        data_parallel},
-      {{"tensor-parallel",
-        "linears split column then row (Megatron-style), everything else data parallel"},
-       tensor_parallel},
+      {{"expert",
+        "by hand: Megatron-LM (sequence parallel) on transformers, one weird trick on CNNs, "
+        "layer-wise round-robin placement on unrolled RNNs"},
+       expert},
   };
   return all;
 }

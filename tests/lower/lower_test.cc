@@ -163,7 +163,7 @@ TEST(Lowering, BaselinePlansComputeWhatTheGraphComputes) {
   auto whole = ops::evaluate_graph(g, *registry, sources);
   ASSERT_TRUE(whole.has_value());
   auto cluster = *cluster::load_cluster("cpu:devices=3");
-  for (char const* algo : {"single", "data-parallel", "tensor-parallel"}) {
+  for (char const* algo : {"single", "data-parallel", "expert"}) {
     search::SearchContext ctx{g, *registry, cluster, "cpu:devices=3", "", 2, 0};
     auto p = search::make_plan(algo, ctx);
     ASSERT_TRUE(p.has_value()) << p.error().to_string();

@@ -69,7 +69,7 @@ TEST(Predict, TensorParallelKeepsAlexNetsClassifierWeightsInPlace) {
   // weights, so splitting them (column then row) moves far less than all-reducing them.
   Scenario s("alexnet:batch=64", "p100-4x4");
   Prediction dp = s.run("data-parallel", 64);
-  Prediction tp = s.run("tensor-parallel", 64);
+  Prediction tp = s.run("expert", 64);
   EXPECT_LT(tp.comm_bytes, dp.comm_bytes / 2);
   EXPECT_GT(tp.comm_bytes, 0);
 }

@@ -43,15 +43,42 @@ int slot_by_shape(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& boun
   return -1;
 }
 
-// Data parallelism, optionally with Megatron-style tensor parallelism: each op follows the split of
-// its inputs (a model-split input first, then a batch-split one); with tensor_parallel, a forward
-// linear whose input is not model-split splits its output features (column parallel), and the
-// next linear, reading that split, splits its input features (row parallel, a partial sum that
-// is reduce-scattered). Ops with neither shard their largest dimension (weight updates).
+// The slot that reads or writes axis `axis` of weight w in op `id`: through an input, or through
+// the output when the op writes w's gradient (same shape); -1 if none.
+int slot_for_weight(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& bound,
+                    ir::TensorId w, int axis) {
+  for (std::size_t i = 0; i < op.inputs.size(); ++i)
+    if (op.inputs[i] == w) return slot_reading(bound, i, axis);
+  if (g.tensor(op.outputs[0]).type.shape != g.tensor(w).type.shape) return -1;
+  std::vector<int> slots;
+  slots_in(bound.output_indices()[static_cast<std::size_t>(axis)], slots);
+  for (int s : slots)
+    if (bound.dims()[static_cast<std::size_t>(s)].splittable) return s;
+  return -1;
+}
+
+// Data parallelism, optionally with Megatron-style tensor parallelism. Each op follows the split
+// of its inputs (a model-split input first, then a batch-split one); ops with neither shard their
+// largest dimension (weight updates: ZeRO's sharded optimizer). With tensor_parallel (the
+// `expert` plan for transformers and CNNs, docs/cost_model.md):
+//  - a forward linear whose input is not model-split splits its output features (column
+//    parallel) and the next linear, reading that split, its input features (row parallel: a
+//    partial sum, reduce-scattered onto the batch-split layout of what reads it next);
+//  - a forward embedding splits its width (the table's columns), since cleave's embedding is a
+//    gather that cannot be split on the vocabulary;
+//  - weights read along a model split are model-split themselves, and every backward op splits
+//    the dimension that touches its forward op's model-split weights the same way (Megatron's
+//    backward mirrors its forward);
+//  - activations with no split to follow take their first splittable dimension (the batch);
+//    an op with no parallel dimension to split (the scalar loss) splits its reduction (partial
+//    losses, summed).
 Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_parallel) {
   plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
   auto const& g = ctx.graph;
   std::vector<Axis> axes(g.num_tensors());
+  // Per forward op, the weights it reads along its model split and on which axis, for its
+  // backward ops to mirror (a tied weight is split one way by each of its uses).
+  std::vector<std::vector<std::pair<ir::TensorId, int>>> weight_splits(g.num_ops());
   for (auto const& t : g.tensors())
     if (t.role == ir::TensorRole::input && !t.type.shape.empty() && t.type.shape[0] == ctx.batch)
       axes[t.id.value()] = {0, false};
@@ -59,6 +86,7 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
     ir::Op const& op = g.op(id);
     CLEAVE_TRY(auto bound, ctx.registry.bind(g, id));
     auto const& dims = bound->dims();
+    auto splittable = [&](int s) { return s >= 0 && dims[static_cast<std::size_t>(s)].splittable; };
     int chosen = -1;
     bool model = false;
     auto follow = [&](bool want_model) {
@@ -73,29 +101,65 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
       }
       model = chosen >= 0 && want_model;
     };
-    if (tensor_parallel) {
-      follow(/*want_model=*/true);
-      if (chosen < 0 && op.type == "linear" && !op.forward.valid()) {
-        chosen = slot_reading(*bound, 1, 0);  // W's output features
-        model = chosen >= 0;
+    if (tensor_parallel && !op.forward.valid()) {
+      if (op.type == "linear" && !axes[op.inputs[0].value()].model)
+        chosen = slot_reading(*bound, 1, 0);  // W's output features: column parallel
+      if (op.type == "embedding") {
+        std::vector<int> slots;
+        slots_in(bound->output_indices().back(), slots);
+        if (!slots.empty()) chosen = slots[0];  // the width
+      }
+      model = splittable(chosen);
+      if (!model) chosen = -1;
+    }
+    if (tensor_parallel && op.forward.valid()) {
+      for (auto [w, axis] : weight_splits[op.forward.value()]) {
+        if (chosen >= 0) break;
+        chosen = slot_for_weight(g, op, *bound, w, axis);
+        model = splittable(chosen);
+        if (!model) chosen = -1;
       }
     }
+    if (tensor_parallel && chosen < 0) follow(/*want_model=*/true);
     if (chosen < 0) follow(/*want_model=*/false);
     bool follows_input = chosen >= 0;
-    if (chosen < 0) {  // shard the largest splittable parallel dimension
+    auto role = g.tensor(op.outputs[0]).role;
+    bool activation = role == ir::TensorRole::activation || role == ir::TensorRole::gradient;
+    if (chosen < 0) {  // shard the largest (tensor_parallel activations: the first) dimension
       for (int d = 0; d < bound->num_parallel(); ++d)
-        if (dims[static_cast<std::size_t>(d)].splittable &&
-            (chosen < 0 || dims[static_cast<std::size_t>(d)].extent >
-                               dims[static_cast<std::size_t>(chosen)].extent))
+        if (splittable(d) && (chosen < 0 || (!(tensor_parallel && activation) &&
+                                             dims[static_cast<std::size_t>(d)].extent >
+                                                 dims[static_cast<std::size_t>(chosen)].extent)))
           chosen = d;
+      follows_input = tensor_parallel && activation && chosen >= 0;
+    }
+    if (chosen < 0 && tensor_parallel) {  // a scalar: partial sums over its reduction
+      for (int d = bound->num_parallel(); d < static_cast<int>(dims.size()) && chosen < 0; ++d)
+        if (splittable(d)) chosen = d;
     }
     if (chosen < 0) continue;
-    if (follows_input) {
+    // The embedding's width split stays its own: what adds to it takes the batch split.
+    if (follows_input && !(tensor_parallel && op.type == "embedding")) {
       for (std::size_t k = 0; k < bound->output_indices().size(); ++k) {
         std::vector<int> slots;
         slots_in(bound->output_indices()[k], slots);
         if (std::find(slots.begin(), slots.end(), chosen) != slots.end())
           axes[op.outputs[0].value()] = {static_cast<int>(k), model};
+      }
+    }
+    // A row-parallel partial activation is reduce-scattered onto the batch split its readers take.
+    if (tensor_parallel && activation && chosen >= bound->num_parallel() &&
+        !g.tensor(op.outputs[0]).type.shape.empty())
+      axes[op.outputs[0].value()] = {0, false};
+    if (model) {  // weights read along the model split: the first such use decides their layout
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+        if (g.tensor(op.inputs[i]).role != ir::TensorRole::weight) continue;
+        for (std::size_t k = 0; k < g.tensor(op.inputs[i]).type.shape.size(); ++k) {
+          if (slot_reading(*bound, i, static_cast<int>(k)) != chosen) continue;
+          weight_splits[id.value()].push_back({op.inputs[i], static_cast<int>(k)});
+          auto& a = axes[op.inputs[i].value()];
+          if (a.dim < 0) a = {static_cast<int>(k), true};
+        }
       }
     }
     split_dim(p.ops[id.value()], static_cast<std::size_t>(chosen),

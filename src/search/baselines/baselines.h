@@ -1,10 +1,10 @@
-// The baselines users compare against, as plans (issue 4): `single` (every op whole on device 0,
-// memory ignored: Tofu's "Ideal" reference), `data-parallel` (every op split on its batch
-// dimension over all devices; ops without one, such as optimizer updates, split on their largest
-// dimension, so gradients are reduce-scattered and weights all-gathered, as ZeRO does) and
-// `tensor-parallel` (linears split column then row, Megatron-style, everything else data
-// parallel: on CNNs Krizhevsky's one weird trick; on language models its vocabulary path still
-// moves far more than Megatron's vocabulary-parallel loss, docs/cost_model.md).
+// The baselines users compare against, as plans (issue 4 item 6; docs/cost_model.md):
+//  - `single`: every op whole on device 0, memory ignored (Tofu's "Ideal" reference);
+//  - `data-parallel`: every op split on its batch dimension over all devices; ops without one
+//    (weight updates) split their largest dimension, so gradients are reduce-scattered and
+//    weights all-gathered, as ZeRO does;
+//  - `expert` (expert.cc): layer placement for unrolled RNNs, else tensor_parallel: Megatron-LM
+//    with sequence parallelism on transformers, the one weird trick on CNNs.
 #pragma once
 
 #include "search/common/search_context.h"
@@ -13,6 +13,10 @@ namespace cleave::search {
 
 Expected<plan::Plan> single(SearchContext const& ctx);
 Expected<plan::Plan> data_parallel(SearchContext const& ctx);
+Expected<plan::Plan> expert(SearchContext const& ctx);
+
+// Linears column- then row-parallel, everything else data parallel (baselines.cc); `expert`'s
+// plan for models that are not unrolled RNNs.
 Expected<plan::Plan> tensor_parallel(SearchContext const& ctx);
 
 }  // namespace cleave::search
