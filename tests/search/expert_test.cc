@@ -1,0 +1,156 @@
+// The expert baseline on the models it was written for: Megatron-LM's traffic per transformer
+// layer by hand calculation (docs/cost_model.md), the one weird trick's split of VGG, and layer
+// placement of an unrolled RNN.
+#include <gtest/gtest.h>
+#include <regex>
+
+#include "autodiff/training_graph.h"
+#include "cluster/presets.h"
+#include "lower/program.h"
+#include "models/model_zoo.h"
+#include "search/search.h"
+#include "sim/predict.h"
+
+namespace cleave::search {
+namespace {
+
+struct Case {
+  std::unique_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();
+  ir::Graph graph;
+  cluster::Cluster cluster;
+  std::int64_t batch;
+  Case(std::string const& model, std::string const& cluster_spec, std::int64_t batch)
+      : graph(*autodiff::build_training_graph(
+            *models::ModelZoo::with_builtins().build(model, *registry), *registry)),
+        cluster(*cluster::load_cluster(cluster_spec)), batch(batch) {}
+
+  plan::Plan plan(std::string const& algo) {
+    SearchContext ctx{graph, *registry, cluster, "", "", batch, 0};
+    auto p = make_plan(algo, ctx);
+    EXPECT_TRUE(p.has_value()) << p.error().to_string();
+    return *p;
+  }
+  lower::Program program(plan::Plan const& p) {
+    auto prog = lower::lower(graph, p, *registry);
+    EXPECT_TRUE(prog.has_value()) << prog.error().to_string();
+    return std::move(*prog);
+  }
+  // The degrees of the op named `name`.
+  std::vector<std::int64_t> degrees(plan::Plan const& p, std::string const& name) {
+    for (auto const& op : graph.ops())
+      if (op.name == name) return p.ops[op.id.value()].degrees;
+    ADD_FAILURE() << "no op " << name;
+    return {};
+  }
+};
+
+// Megatron-LM with sequence parallelism, per transformer layer, N devices, an activation of
+// A = batch x seq x hidden x 4 bytes: every all-gather or reduce-scatter of A moves (N-1) A over
+// the cluster (each device receives (N-1)/N of A). Forward: all-gather before the attention's
+// column-parallel projections and before the MLP's first linear, reduce-scatter after the
+// attention output and the MLP's second linear (4). Backward: the mirror: all-gather of the
+// gradient before each row-parallel linear (2), reduce-scatter of the input gradient after each
+// column-parallel linear: one for the MLP, one for each of the query, key and value projections,
+// which cleave's GPT keeps as three linears where Megatron fuses them (4). Besides, the six
+// vectors of width hidden that are not split (two layer norms' gain and bias, the two
+// row-parallel biases) are all-gathered for the batch-split ops that read them, and their
+// gradients (partial sums over the batch) reduce-scattered: 12 x (N-1) x hidden x 4 bytes.
+TEST(Expert, MegatronLayerTrafficMatchesTheHandCalculation) {
+  std::int64_t const b = 8, s = 1024, h = 2048, n = 8;
+  Case c("gpt:layers=24,hidden=2048,seq=1024,batch=8", "dgx-a100", b);
+  auto program = c.program(c.plan("expert"));
+  std::int64_t const activation = b * s * h * 4;
+  std::int64_t const expected = 10 * (n - 1) * activation + 12 * (n - 1) * h * 4;
+  // A middle layer's traffic: the transfers of tensors of layer h11 (h11.*).
+  std::int64_t moved = 0;
+  for (auto const& t : program.tasks)
+    if (t.kind == lower::TaskKind::transfer && c.graph.tensor(t.tensor).name.rfind("h11.", 0) == 0)
+      moved += t.bytes.value();
+  EXPECT_EQ(moved, expected);
+  // And the simulator counts exactly the program's transfers.
+  auto prediction = sim::predict(c.graph, program, cost::CostModel(c.cluster), b);
+  std::int64_t all = 0;
+  for (auto const& t : program.tasks)
+    if (t.kind == lower::TaskKind::transfer) all += t.bytes.value();
+  EXPECT_EQ(prediction.comm_bytes, all);
+  EXPECT_TRUE(prediction.fits);
+}
+
+TEST(Expert, MegatronSplitsHeadsAndMlpColumnThenRow) {
+  Case c("gpt:layers=2,hidden=256,heads=8,seq=64,vocab=512,batch=4", "dgx-a100", 4);
+  auto p = c.plan("expert");
+  // linear's iteration space: the input's leading dims, then out features, then in features.
+  EXPECT_EQ(c.degrees(p, "h0.attn.query.linear"), (std::vector<std::int64_t>{1, 1, 8, 1}));
+  EXPECT_EQ(c.degrees(p, "h0.mlp.fc.linear"), (std::vector<std::int64_t>{1, 1, 8, 1}));
+  EXPECT_EQ(c.degrees(p, "h0.attn.output.linear"), (std::vector<std::int64_t>{1, 1, 1, 8}));
+  EXPECT_EQ(c.degrees(p, "h0.mlp.proj.linear"), (std::vector<std::int64_t>{1, 1, 1, 8}));
+  // Attention runs head-parallel: scores [batch, heads, seq, seq] split on heads.
+  EXPECT_EQ(c.degrees(p, "h0.attn.scores"), (std::vector<std::int64_t>{1, 8, 1, 1, 1}));
+  // The residual stream and layer norms are batch split (sequence parallelism's role).
+  EXPECT_EQ(c.degrees(p, "h0.ln_1.normalize")[0], 4);
+  // Every piece lowers and the blocks' weights never move (only activations and the unsplit
+  // vectors do); the tied embedding table, split by columns for the lookup and by rows for the
+  // logits, does.
+  auto program = c.program(p);
+  for (auto const& t : program.tasks) {
+    auto const& tensor = c.graph.tensor(t.tensor);
+    if (t.kind == lower::TaskKind::transfer && tensor.role == ir::TensorRole::weight &&
+        tensor.name.rfind("h0.", 0) == 0) {
+      EXPECT_LE(t.bytes.value(), 256 * 4) << tensor.name;
+    }
+  }
+}
+
+// Krizhevsky's one weird trick on VGG-16: convolutions split on the batch (data parallel), the
+// classifier's linears on their features (model parallel), so the 120M classifier weights stay
+// in place and the step moves far less than data parallelism's all-reduce.
+TEST(Expert, OneWeirdTrickOnVgg) {
+  Case c("vgg:depth=16,batch=16", "k80x8", 16);
+  auto p = c.plan("expert");
+  for (auto const& op : c.graph.ops()) {
+    if (op.forward.valid()) continue;
+    auto const& d = p.ops[op.id.value()].degrees;
+    if (op.type == "conv2d") {
+      EXPECT_EQ(d[0], 8) << op.name << ": convolutions split the batch";
+    }
+    if (op.type == "linear") {
+      std::int64_t features = d[d.size() - 2] * d[d.size() - 1];
+      EXPECT_EQ(d[0], 1) << op.name << ": linears keep the batch whole";
+      EXPECT_EQ(features, 8) << op.name << ": linears split output or input features";
+    }
+  }
+  auto cost = cost::CostModel(c.cluster);
+  auto expert = sim::predict(c.graph, c.program(p), cost, 16);
+  auto dp = sim::predict(c.graph, c.program(c.plan("data-parallel")), cost, 16);
+  EXPECT_LT(expert.comm_bytes, dp.comm_bytes / 4);
+}
+
+// Layer placement: every op of LSTM layer k (forward, backward and its weights' updates) whole
+// on device k mod N; only the hidden states between layers (and their gradients) move.
+TEST(Expert, RnnLayersRoundRobin) {
+  Case c("rnn:layers=3,hidden=64,steps=4,batch=8,vocab=100", "cpu:devices=2", 8);
+  auto p = c.plan("expert");
+  std::regex layer(R"(layer(\d+)\.step)");
+  int checked = 0;
+  for (auto const& op : c.graph.ops()) {
+    auto const& config = p.ops[op.id.value()];
+    for (auto degree : config.degrees)
+      EXPECT_EQ(degree, 1) << op.name << ": placement does not split ops";
+    ir::Op const& named = op.forward.valid() ? c.graph.op(op.forward) : op;
+    std::smatch m;
+    if (!std::regex_search(named.name, m, layer)) continue;
+    EXPECT_EQ(config.devices[0], std::stoi(m[1].str()) % 2) << op.name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+  auto program = c.program(p);
+  for (auto const& t : program.tasks) {
+    if (t.kind == lower::TaskKind::transfer) {
+      EXPECT_NE(c.graph.tensor(t.tensor).role, ir::TensorRole::weight)
+          << c.graph.tensor(t.tensor).name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cleave::search
