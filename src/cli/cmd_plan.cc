@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "ir/graph_json.h"
 #include "plan/plan_json.h"
@@ -90,6 +91,13 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
         Error(ErrorCode::invalid_argument, "the plan uses " + std::to_string(p->num_devices) +
                                                " devices but cluster " + p->cluster + " has " +
                                                std::to_string(cluster->num_devices())));
+  if (!p->cluster_fingerprint.empty() &&
+      p->cluster_fingerprint != cluster::fingerprint_hex(*cluster))
+    return report(Error(ErrorCode::invalid_argument,
+                        "the plan was made for cluster " + p->cluster + " with fingerprint " +
+                            p->cluster_fingerprint + ", but " + p->cluster + " is now " +
+                            cluster::fingerprint_hex(*cluster) +
+                            " (its file or preset changed): plan again for this cluster"));
   cost::CostModel cost(*cluster);
   lower::Program program;
   auto prediction = predict_plan(*model, *p, cost, registry, &program);

@@ -38,7 +38,10 @@ struct Provenance {
 struct Plan {
   std::string graph_fingerprint;  // ir fingerprint of the graph it was made for
   std::string cluster;            // the cluster spec or file it was made for
-  std::string model;              // the model spec or graph file it was made for
+  // cluster::fingerprint_hex of that cluster, so that a plan is not applied to a cluster file
+  // edited since; empty in plans that predate it (then unchecked).
+  std::string cluster_fingerprint;
+  std::string model;  // the model spec or graph file it was made for
   int num_devices = 1;
   std::vector<OpConfig> ops;                 // indexed by op id
   std::vector<std::vector<PieceRef>> order;  // per device; empty: topological order

@@ -13,6 +13,7 @@ std::string plan_to_json(Plan const& plan) {
   j["format"] = plan_format;
   j["graph"] = plan.graph_fingerprint;
   j["cluster"] = plan.cluster;
+  j["cluster_fingerprint"] = plan.cluster_fingerprint;
   j["model"] = plan.model;
   j["devices"] = plan.num_devices;
   j["provenance"] = {{"algorithm", plan.provenance.algorithm},
@@ -46,6 +47,8 @@ Expected<Plan> plan_from_json(std::string_view text) {
     Plan p;
     p.graph_fingerprint = j.at("graph").get<std::string>();
     p.cluster = j.at("cluster").get<std::string>();
+    if (j.contains("cluster_fingerprint"))
+      p.cluster_fingerprint = j.at("cluster_fingerprint").get<std::string>();
     p.model = j.at("model").get<std::string>();
     p.num_devices = j.at("devices").get<int>();
     auto const& prov = j.at("provenance");

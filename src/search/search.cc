@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 
+#include "cluster/cluster_json.h"
 #include "search/baselines/baselines.h"
 
 namespace cleave::search {
@@ -58,6 +59,7 @@ Expected<plan::Plan> make_plan(std::string const& algorithm, SearchContext const
   CLEAVE_TRY(plan::Plan p, found->run(ctx));
   p.num_devices = static_cast<int>(ctx.cluster.num_devices());
   p.cluster = ctx.cluster_spec;
+  p.cluster_fingerprint = cluster::fingerprint_hex(ctx.cluster);
   p.model = ctx.model;
   p.provenance.algorithm = algorithm;
   p.provenance.seed = ctx.seed;

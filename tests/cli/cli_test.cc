@@ -348,7 +348,8 @@ TEST(Cli, PlanSimulateCompare) {
   // The ideal is the single-device step over the devices: single's efficiency is 1/8.
   EXPECT_NEAR(rows[0]["efficiency"].get<double>(), 1.0 / 8, 1e-9);
 
-  Outcome big = cleave("compare resnet:depth=152,width=10,batch=8 --cluster k80x8 --algos data-parallel --json");
+  Outcome big = cleave(
+      "compare resnet:depth=152,width=10,batch=8 --cluster k80x8 --algos data-parallel --json");
   ASSERT_EQ(big.code, 0) << big.err;
   EXPECT_FALSE(nlohmann::json::parse(big.out)["plans"][0]["fits"].get<bool>());
 }
@@ -361,11 +362,40 @@ TEST(Cli, BadPlansAreClearErrors) {
   other.replace(other.find("hidden=1024"), 11, "hidden=8");
   std::string edited = write("other_graph.json", other);
   std::string cut = write("cut_plan.json", text.substr(0, text.size() / 3));
+  // Edits of one op's configuration: a degree beyond the extent, a split of a dimension that
+  // cannot be split (softmax's class axis), a device that does not exist, too few devices.
+  std::string dp = (scratch() / "dp_small.json").string();
+  ASSERT_EQ(cleave("plan mlp:batch=8 --cluster dgx-a100 --algo data-parallel -o " + dp).code, 0);
+  auto edit = [&](std::string const& name, auto&& change) {
+    auto j = nlohmann::json::parse(slurp(dp));
+    change(j["ops"]);
+    return write(name, j.dump());
+  };
+  std::string huge = edit("huge.json", [](auto& ops) { ops[0]["degrees"][0] = 1000000; });
+  std::string missing = edit("missing.json", [](auto& ops) { ops[0]["devices"] = {0}; });
+  std::string far = edit("far.json", [](auto& ops) { ops[0]["devices"][0] = 9; });
+  // A cluster file edited after planning: same devices, another NVSwitch bandwidth.
+  std::string cluster_file = (scratch() / "a100.json").string();
+  ASSERT_EQ(cleave("clusters --export dgx-a100 -o " + cluster_file).code, 0);
+  std::string on_file = (scratch() / "on_file.json").string();
+  ASSERT_EQ(
+      cleave("plan mlp:batch=8 --cluster " + cluster_file + " --algo data-parallel -o " + on_file)
+          .code,
+      0);
+  std::string cluster_text = slurp(cluster_file);
+  auto bw = cluster_text.find("\"bandwidth_bytes_per_s\":3e+11");
+  ASSERT_NE(bw, std::string::npos);
+  write("a100.json", cluster_text.replace(bw, 29, "\"bandwidth_bytes_per_s\":2e+11"));
   Bad cases[] = {
-      {"plan mlp --cluster dgx-a100 --algo tofuu", "unknown algorithm 'tofuu'; available: single, data-parallel"},
+      {"plan mlp --cluster dgx-a100 --algo tofuu",
+       "unknown algorithm 'tofuu'; available: single, data-parallel"},
       {"plan mlp --cluster dgx-a101", "dgx-a101"},
       {"simulate " + edited, "the plan was made for graph"},
       {"simulate " + cut, "not valid JSON"},
+      {"simulate " + huge, "must be between 1 and its extent"},
+      {"simulate " + missing, "pieces but 1 devices"},
+      {"simulate " + far, "device 9 is not in 0..7"},
+      {"simulate " + on_file, "(its file or preset changed): plan again"},
   };
   for (auto const& c : cases) {
     Outcome r = cleave(c.args);

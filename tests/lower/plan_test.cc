@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "ir/graph_builder.h"
 #include "ir/graph_json.h"
 #include "models/model_zoo.h"
 #include "plan/plan_json.h"
@@ -49,6 +50,35 @@ TEST(PlanValidate, OrdersMustListEachPieceOnceOnItsDevice) {
             std::string::npos);
   p.order[0].push_back({0, 0});
   EXPECT_FALSE(validate(p, g, *registry).is_ok());
+}
+
+// A dimension TDL marks unsplittable (softmax's normalised axis) cannot be split, and the error
+// names the op, the dimension and why; a plan made for another graph says so.
+TEST(PlanValidate, UnsplittableDimensionsAndOtherGraphs) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::GraphBuilder b(*registry);
+  auto x = b.add_source("x", {{4, 10}, ir::DType::fp32}, ir::TensorRole::input);
+  ASSERT_TRUE(x.has_value());
+  auto y = b.add_op1({"softmax", {*x}, {{"axis", std::int64_t{-1}}}, "probs", {}, {}});
+  ASSERT_TRUE(y.has_value()) << y.error().to_string();
+  auto g = b.finish();
+  ASSERT_TRUE(g.has_value());
+  Plan p = single_device_plan(*g, *registry);
+  p.num_devices = 2;
+  p.ops[0].degrees = {1, 2};
+  p.ops[0].devices = {0, 1};
+  auto st = validate(p, *g, *registry);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().message().find("plan for op 'probs' (softmax): dimension"),
+            std::string::npos)
+      << st.error().message();
+  EXPECT_NE(st.error().message().find("cannot be split"), std::string::npos);
+  p.ops[0].degrees = {2, 1};
+  EXPECT_TRUE(validate(p, *g, *registry).is_ok());
+  auto other = *models::ModelZoo::with_builtins().build("mlp:batch=4", *registry);
+  auto wrong = validate(p, other, *registry);
+  ASSERT_FALSE(wrong.is_ok());
+  EXPECT_NE(wrong.error().message().find("the plan was made for graph"), std::string::npos);
 }
 
 }  // namespace
