@@ -56,6 +56,29 @@ void print(std::string const& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
+// The cost model, with the profile table at `profile_path` if one is given.
+Expected<cost::CostModel> cost_model(cluster::Cluster const& cluster,
+                                     std::string const& profile_path) {
+  if (profile_path.empty()) return cost::CostModel(cluster);
+  CLEAVE_TRY(cost::ProfileTable table, cost::load_profile(profile_path));
+  return cost::CostModel(cluster, {}, std::move(table));
+}
+
+// The table with its coverage (text output only: the JSON has measured_tasks and priced_tasks).
+void print_rows(std::string const& model, std::string const& cluster,
+                std::vector<report::PlanRow> const& rows, std::string const& profile_path,
+                bool json) {
+  if (json) return print(report::rows_to_json(model, cluster, rows));
+  print(report::rows_to_text(model, cluster, rows));
+  if (profile_path.empty()) return;
+  std::printf("\nprofile %s: compute and reduce tasks priced from measurements\n",
+              profile_path.c_str());
+  for (auto const& r : rows)
+    std::printf("%-15s %lld of %lld\n", r.algorithm.c_str(),
+                static_cast<long long>(r.prediction.measured_tasks),
+                static_cast<long long>(r.prediction.priced_tasks));
+}
+
 }  // namespace
 
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
@@ -63,18 +86,18 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
-  cost::CostModel cost(*cluster);
-  auto ideal = ideal_step(*model, cost, registry);
+  auto cost = cost_model(*cluster, cmd.profile);
+  if (!cost) return report(cost.error());
+  auto ideal = ideal_step(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
   plan::Plan p;
-  auto row = plan_row(*model, cost, cmd.cluster, cmd.algo, cmd.seed, *ideal, registry, &p);
+  auto row = plan_row(*model, *cost, cmd.cluster, cmd.algo, cmd.seed, *ideal, registry, &p);
   if (!row) return report(row.error());
   if (!cmd.output.empty()) {
     auto st = plan::save_plan(p, cmd.output);
     if (!st) return report(st.error());
   }
-  print(cmd.json ? report::rows_to_json(model->label, cmd.cluster, {*row})
-                 : report::rows_to_text(model->label, cmd.cluster, {*row}));
+  print_rows(model->label, cmd.cluster, {*row}, cmd.profile, cmd.json);
   if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
   return 0;
 }
@@ -98,12 +121,13 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
                             p->cluster_fingerprint + ", but " + p->cluster + " is now " +
                             cluster::fingerprint_hex(*cluster) +
                             " (its file or preset changed): plan again for this cluster"));
-  cost::CostModel cost(*cluster);
+  auto cost = cost_model(*cluster, cmd.profile);
+  if (!cost) return report(cost.error());
   lower::Program program;
-  auto prediction = predict_plan(*model, *p, cost, registry, &program);
+  auto prediction = predict_plan(*model, *p, *cost, registry, &program);
   if (!prediction)
     return report(prediction.error().with_context("in plan file '" + cmd.plan + "'"));
-  auto ideal = ideal_step(*model, cost, registry);
+  auto ideal = ideal_step(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
   report::PlanRow row{p->provenance.algorithm, *prediction, *ideal, p->provenance.search_time_s};
   if (!cmd.trace.empty()) {
@@ -111,8 +135,7 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
                                 report::chrome_trace(model->training, program, prediction->sim));
     if (!st) return report(st.error());
   }
-  print(cmd.json ? report::rows_to_json(model->label, p->cluster, {row})
-                 : report::rows_to_text(model->label, p->cluster, {row}));
+  print_rows(model->label, p->cluster, {row}, cmd.profile, cmd.json);
   return 0;
 }
 
@@ -122,17 +145,17 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
   std::vector<std::string> algos = cmd.algos.empty() ? search::algorithms() : cmd.algos;
-  cost::CostModel cost(*cluster);
-  auto ideal = ideal_step(*model, cost, registry);
+  auto cost = cost_model(*cluster, cmd.profile);
+  if (!cost) return report(cost.error());
+  auto ideal = ideal_step(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
   std::vector<report::PlanRow> rows;
   for (auto const& a : algos) {
-    auto row = plan_row(*model, cost, cmd.cluster, a, 0, *ideal, registry);
+    auto row = plan_row(*model, *cost, cmd.cluster, a, 0, *ideal, registry);
     if (!row) return report(row.error().with_context("in algorithm '" + a + "'"));
     rows.push_back(std::move(*row));
   }
-  print(cmd.json ? report::rows_to_json(model->label, cmd.cluster, rows)
-                 : report::rows_to_text(model->label, cmd.cluster, rows));
+  print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
   return 0;
 }
 

@@ -59,7 +59,8 @@ struct PlanCommand {
   std::string model;
   std::string cluster;
   std::string algo = "data-parallel";
-  std::string output;  // empty: do not write the plan
+  std::string output;   // empty: do not write the plan
+  std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
   TrainingFlags training;
   std::uint64_t seed = 0;
   bool json = false;
@@ -67,8 +68,9 @@ struct PlanCommand {
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd);
 
 struct SimulateCommand {
-  std::string plan;   // a cleave.plan/1 file; its model and cluster are rebuilt from it
-  std::string trace;  // empty: no trace
+  std::string plan;     // a cleave.plan/1 file; its model and cluster are rebuilt from it
+  std::string trace;    // empty: no trace
+  std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
   TrainingFlags training;
   bool json = false;
 };
@@ -78,6 +80,7 @@ struct CompareCommand {
   std::string model;
   std::string cluster;
   std::vector<std::string> algos;  // empty: every algorithm
+  std::string profile;             // a cleave.profile/1 table; empty: the roofline's defaults
   TrainingFlags training;
   bool json = false;
 };

@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--lr", flags.learning_rate, "learning rate (sgd 0.01, adam 0.001)");
     cmd->add_option("--loss", flags.loss, "the scalar tensor to minimise (default: loss)");
   };
+  std::string const profile_help =
+      "a cleave.profile/1 table of measured piece times and per-device calibrations that "
+      "override the roofline (docs/formats.md)";
   std::string const model_help =
       "a zoo model NAME[:key=value,...] (`cleave models`) or a cleave.graph/1 file";
 
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
   plan->add_option("-o,--output", plan_cmd.output, "write the plan (cleave.plan/1)");
   plan->add_option("--seed", plan_cmd.seed, "seed of randomised algorithms");
   plan->add_flag("--json", plan_cmd.json, "print cleave.compare/1 JSON");
+  plan->add_option("--profile", plan_cmd.profile, profile_help);
   add_training(plan, plan_cmd.training);
 
   cli::SimulateCommand simulate_cmd;
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
   simulate->add_option("--trace", simulate_cmd.trace,
                        "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
   simulate->add_flag("--json", simulate_cmd.json, "print cleave.compare/1 JSON");
+  simulate->add_option("--profile", simulate_cmd.profile, profile_help);
   add_training(simulate, simulate_cmd.training);
 
   cli::CompareCommand compare_cmd;
@@ -114,6 +119,7 @@ int main(int argc, char** argv) {
   compare->add_option("--algos", compare_cmd.algos, "algorithms, comma separated (default: all)")
       ->delimiter(',');
   compare->add_flag("--json", compare_cmd.json, "print cleave.compare/1 JSON");
+  compare->add_option("--profile", compare_cmd.profile, profile_help);
   add_training(compare, compare_cmd.training);
 
   CLI11_PARSE(app, argc, argv);

@@ -16,8 +16,9 @@ struct Edge {
 // The time of one step in which every edge moves `chunk` bytes at once, with the edges that cross
 // the same link direction sharing its bandwidth (plus the route's latency if `with_latency`); adds
 // each edge's route to `load` (channel -> bytes per step).
-double step_time(cluster::Cluster const& c, std::vector<Edge> const& edges, double chunk,
-                 bool with_latency, std::map<std::size_t, double>& load) {
+double step_time(cluster::Cluster const& c, CollectiveOptions const& options,
+                 std::vector<Edge> const& edges, double chunk, bool with_latency,
+                 std::map<std::size_t, double>& load) {
   std::map<std::size_t, int> sharing;
   for (auto e : edges)
     for (auto const& hop : c.route(e.from, e.to).hops)
@@ -28,7 +29,8 @@ double step_time(cluster::Cluster const& c, std::vector<Edge> const& edges, doub
     double seconds = with_latency ? route.latency.value() : 0.0;
     double slowest = 0;
     for (auto const& hop : route.hops) {
-      double bw = c.link(hop.link).bandwidth.value() / sharing[hop.channel()];
+      auto const& link = c.link(hop.link);
+      double bw = link.bandwidth.value() * options.efficiency(link.kind) / sharing[hop.channel()];
       slowest = std::max(slowest, chunk / bw);
       load[hop.channel()] += chunk;
     }
@@ -45,15 +47,15 @@ std::vector<std::pair<std::size_t, Bytes>> to_bytes(std::map<std::size_t, double
   return out;
 }
 
-CollectiveCost ring(cluster::Cluster const& c, CollectiveKind kind, Bytes bytes,
-                    std::span<cluster::DeviceId const> group) {
+CollectiveCost ring(cluster::Cluster const& c, CollectiveOptions const& options,
+                    CollectiveKind kind, Bytes bytes, std::span<cluster::DeviceId const> group) {
   std::size_t n = group.size();
   std::vector<Edge> edges;
   for (std::size_t i = 0; i < n; ++i)
     edges.push_back({group[i], group[(i + 1) % n]});
   std::map<std::size_t, double> load;
   double chunk = static_cast<double>(bytes.value()) / static_cast<double>(n);
-  double step = step_time(c, edges, chunk, /*with_latency=*/true, load);
+  double step = step_time(c, options, edges, chunk, /*with_latency=*/true, load);
   double steps = static_cast<double>(n - 1) * (kind == CollectiveKind::all_reduce ? 2 : 1);
   return {Seconds(step * steps), CollectiveAlgorithm::ring, to_bytes(load, steps)};
 }
@@ -61,7 +63,7 @@ CollectiveCost ring(cluster::Cluster const& c, CollectiveKind kind, Bytes bytes,
 // A binary tree over the group in heap order (member i's parent is member (i-1)/2); the buffer is
 // pipelined up the tree and back down, so its time is two traversals of the deepest path's
 // latency plus twice the bytes over the slowest edge.
-CollectiveCost tree(cluster::Cluster const& c, Bytes bytes,
+CollectiveCost tree(cluster::Cluster const& c, CollectiveOptions const& options, Bytes bytes,
                     std::span<cluster::DeviceId const> group) {
   std::size_t n = group.size();
   std::vector<Edge> up, down;
@@ -78,8 +80,9 @@ CollectiveCost tree(cluster::Cluster const& c, Bytes bytes,
   double max_latency = 0;
   for (auto e : up)
     max_latency = std::max(max_latency, c.route(e.from, e.to).latency.value());
-  double seconds = 2 * depth * max_latency + step_time(c, up, size, /*with_latency=*/false, load) +
-                   step_time(c, down, size, /*with_latency=*/false, load);
+  double seconds = 2 * depth * max_latency +
+                   step_time(c, options, up, size, /*with_latency=*/false, load) +
+                   step_time(c, options, down, size, /*with_latency=*/false, load);
   return {Seconds(seconds), CollectiveAlgorithm::tree, to_bytes(load, 1)};
 }
 
@@ -101,13 +104,26 @@ std::string_view collective_algorithm_name(CollectiveAlgorithm algorithm) {
   return algorithm == CollectiveAlgorithm::ring ? "ring" : "tree";
 }
 
+double CollectiveOptions::efficiency(cluster::LinkKind kind) const {
+  switch (kind) {
+  case cluster::LinkKind::nvlink:
+  case cluster::LinkKind::nvswitch:
+    return nvlink_efficiency;
+  case cluster::LinkKind::infiniband:
+    return infiniband_efficiency;
+  default:
+    return other_efficiency;
+  }
+}
+
 CollectiveCost collective_cost(cluster::Cluster const& cluster, CollectiveKind kind, Bytes bytes,
-                               std::span<cluster::DeviceId const> group) {
+                               std::span<cluster::DeviceId const> group,
+                               CollectiveOptions const& options) {
   CLEAVE_ASSERT(!group.empty(), "a collective needs a group");
   if (group.size() == 1 || bytes.value() == 0) return {};
-  CollectiveCost best = ring(cluster, kind, bytes, group);
+  CollectiveCost best = ring(cluster, options, kind, bytes, group);
   if (kind == CollectiveKind::all_reduce) {
-    CollectiveCost t = tree(cluster, bytes, group);
+    CollectiveCost t = tree(cluster, options, bytes, group);
     if (t.time.value() < best.time.value()) best = std::move(t);
   }
   return best;

@@ -33,10 +33,24 @@ struct CollectiveCost {
   std::vector<std::pair<std::size_t, Bytes>> channel_bytes;
 };
 
+// The fraction of a link's line rate NCCL's protocols move as payload, by link kind. NVLink and
+// NVSwitch: 0.8, since SM-driven transfers carry 128-byte payloads and reach ~20 of each link's
+// 25 GB/s (NCCL maintainers, nccl-tests#149: ~230 GB/s of 300 on A100; nccl-tests#212: 370 GB/s
+// of 450 on H100). InfiniBand: 0.94, 46-48 GB/s per 400 Gb/s NDR NIC (nccl-tests#290). Others:
+// 1, because the presets already give PCIe and host links at their effective rates.
+struct CollectiveOptions {
+  double nvlink_efficiency = 0.8;  // nvlink and nvswitch links
+  double infiniband_efficiency = 0.94;
+  double other_efficiency = 1.0;
+
+  double efficiency(cluster::LinkKind kind) const;
+};
+
 // A collective over `group` (distinct devices; ring order as given) on a buffer of `bytes` (the
 // whole gathered or reduced buffer, not one member's share). A group of one costs nothing.
 CollectiveCost collective_cost(cluster::Cluster const& cluster, CollectiveKind kind, Bytes bytes,
-                               std::span<cluster::DeviceId const> group);
+                               std::span<cluster::DeviceId const> group,
+                               CollectiveOptions const& options = {});
 
 // NCCL's bus bandwidth for a collective that took `time`: algorithm bandwidth (bytes / time)
 // times (n-1)/n for all-gather and reduce-scatter, 2 (n-1)/n for all-reduce, the figure

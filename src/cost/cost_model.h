@@ -2,13 +2,18 @@
 // by roofline, max(flops / (peak * efficiency), bytes / memory bandwidth) + launch overhead, and
 // the time of a transfer by alpha-beta over its route (latency + bytes / bottleneck bandwidth).
 // Efficiencies per op kind are documented defaults (docs/cost_model.md); a measured profile table
-// will override them (issue: runtime calibration).
+// (profile_table.h) overrides a piece's time with its measurement, or the defaults with its
+// per-device calibration.
 #pragma once
 
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "cluster/cluster.h"
+#include "cost/profile_table.h"
+#include "ir/attrs.h"
 #include "tdl/piece.h"
 
 namespace cleave::cost {
@@ -30,23 +35,43 @@ struct CostOptions {
   Seconds launch{5e-6};  // per kernel (piece); GPUs
 };
 
+// One piece of work to price: what a profile table is keyed by (op type, attributes, the piece's
+// box, dtype, the device's kind) and what the roofline needs (FLOPs, bytes, the device).
+struct ComputeRequest {
+  std::string_view op_type;          // "conv2d"; "reduce" for a reduce task
+  ir::Attrs const* attrs = nullptr;  // the op's attributes; null: none
+  ir::DType dtype = ir::DType::fp32;
+  std::span<tdl::Interval const> box;  // the piece's box of the iteration space
+  Flops flops;
+  Bytes bytes;  // read and written
+  cluster::DeviceId device;
+};
+
+struct ComputeCost {
+  Seconds time{0};
+  bool measured = false;  // taken from the profile table rather than the roofline
+};
+
 class CostModel {
  public:
-  CostModel(cluster::Cluster const& cluster, CostOptions options = {})
-      : cluster_(&cluster), options_(std::move(options)) {}
+  explicit CostModel(cluster::Cluster const& cluster, CostOptions options = {},
+                     std::optional<ProfileTable> profile = std::nullopt)
+      : cluster_(&cluster), options_(std::move(options)), profile_(std::move(profile)) {}
 
-  // A piece of an op of type `op_type` computing in `dtype` on `device`.
-  Seconds compute(std::string_view op_type, ir::DType dtype, Flops flops, Bytes bytes,
-                  cluster::DeviceId device) const;
+  // The profile table's measurement of exactly this piece if it has one, else the roofline with
+  // the table's calibration of the device's kind where it gives one, else with `options()`.
+  ComputeCost compute(ComputeRequest const& request) const;
   // Moving `bytes` from one device to another along the cluster's route.
   Seconds transfer(Bytes bytes, cluster::DeviceId from, cluster::DeviceId to) const;
 
   cluster::Cluster const& cluster() const { return *cluster_; }
   CostOptions const& options() const { return options_; }
+  ProfileTable const* profile() const { return profile_ ? &*profile_ : nullptr; }
 
  private:
   cluster::Cluster const* cluster_;
   CostOptions options_;
+  std::optional<ProfileTable> profile_;
 };
 
 }  // namespace cleave::cost

@@ -33,13 +33,20 @@ std::vector<TaskTiming> timings_of(lower::Program const& program, ir::Graph cons
       for (auto const& hop : c.route(from, dev).hops)
         timing.resources.push_back(static_cast<ResourceId>(c.num_devices() + hop.channel()));
     } else {
-      std::string type = t.kind == lower::TaskKind::compute ? graph.op(t.op).type : "reduce";
-      Bytes bytes = t.bytes;
+      auto const& op = graph.op(t.op);
+      cost::ComputeRequest request{op.type, &op.attrs, dtype, t.iteration, t.flops, t.bytes, dev};
+      ir::Attrs reduce_attrs;  // a reduce task is keyed by its members and region in profiles
       if (t.kind == lower::TaskKind::reduce) {
         std::int64_t region = tdl::box_volume(t.region) * ir::dtype_bytes(dtype);
-        bytes = Bytes(region * static_cast<std::int64_t>(t.deps.size() + 1));
+        reduce_attrs.set("members", static_cast<std::int64_t>(t.deps.size()));
+        request.op_type = "reduce";
+        request.attrs = &reduce_attrs;
+        request.box = t.region;
+        request.bytes = Bytes(region * static_cast<std::int64_t>(t.deps.size() + 1));
       }
-      timing.seconds = cost.compute(type, dtype, t.flops, bytes, dev).value();
+      auto priced = cost.compute(request);
+      timing.seconds = priced.time.value();
+      timing.measured = priced.measured;
       timing.resources.push_back(static_cast<ResourceId>(t.device));
     }
     out.push_back(std::move(timing));
@@ -96,6 +103,8 @@ Prediction predict(ir::Graph const& graph, lower::Program const& program,
       p.comm_bytes += t.bytes.value();
     } else {
       busy[d].push_back({span.start, span.end});
+      ++p.priced_tasks;
+      p.measured_tasks += timings[i].measured ? 1 : 0;
     }
   }
   std::size_t critical = 0;

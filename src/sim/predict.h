@@ -34,6 +34,9 @@ struct Prediction {
   bool fits = true;
   std::int64_t comm_bytes = 0;                                   // all transfers
   std::vector<std::pair<std::string, std::int64_t>> link_bytes;  // per link direction used
+  // Compute and reduce tasks, and how many of them the profile table priced (its coverage).
+  std::int64_t priced_tasks = 0;
+  std::int64_t measured_tasks = 0;
   SimResult sim;
 };
 

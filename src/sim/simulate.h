@@ -18,6 +18,7 @@ using ResourceId = std::uint32_t;
 struct TaskTiming {
   double seconds = 0;
   std::vector<ResourceId> resources;
+  bool measured = false;  // compute or reduce: priced from the profile table, not the roofline
 };
 
 struct Resource {

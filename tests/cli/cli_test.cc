@@ -354,6 +354,61 @@ TEST(Cli, PlanSimulateCompare) {
   EXPECT_FALSE(nlohmann::json::parse(big.out)["plans"][0]["fits"].get<bool>());
 }
 
+// A measured entry for the first linear (fc0: X [16,32] times W [64,32], iteration space
+// [batch, out, in]) replaces its roofline time, so the single-device step grows by the
+// difference; plan, simulate and compare all take --profile and report the coverage.
+TEST(Cli, ProfileOverridesTheRoofline) {
+  std::string model = "mlp:layers=2,hidden=64,input=32,classes=8,batch=16";
+  std::string profile = write("profile.json", R"({"format":"cleave.profile/1","entries":[
+{"op":"linear","attrs":"","extents":[16,64,32],"dtype":"fp32","device_kind":"V100-SXM2-16GB",
+ "seconds":1.0,"samples":9}]})");
+  std::string args = "compare " + model + " --cluster v100x1 --algos single --json";
+  Outcome plain = cleave(args);
+  Outcome measured = cleave(args + " --profile " + profile);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(measured.code, 0) << measured.err;
+  auto a = nlohmann::json::parse(plain.out)["plans"][0];
+  auto b = nlohmann::json::parse(measured.out)["plans"][0];
+  EXPECT_EQ(a["measured_tasks"], 0);
+  EXPECT_EQ(b["measured_tasks"], 1);
+  EXPECT_EQ(a["priced_tasks"], b["priced_tasks"]);
+  // The roofline priced fc0 at microseconds: the step grows by just under one second.
+  double delta = b["step_time_s"].get<double>() - a["step_time_s"].get<double>();
+  EXPECT_GT(delta, 0.999);
+  EXPECT_LT(delta, 1.0);
+
+  std::string plan = (scratch() / "single.json").string();
+  Outcome made = cleave("plan " + model + " --cluster v100x1 --algo single -o " + plan +
+                        " --profile " + profile);
+  ASSERT_EQ(made.code, 0) << made.err;
+  EXPECT_NE(made.out.find("priced from measurements"), std::string::npos) << made.out;
+  EXPECT_NE(made.out.find("single          1 of "), std::string::npos) << made.out;
+  Outcome sim = cleave("simulate " + plan + " --json --profile " + profile);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  EXPECT_EQ(nlohmann::json::parse(sim.out)["plans"][0]["measured_tasks"], 1);
+}
+
+TEST(Cli, BadProfilesAreClearErrors) {
+  std::string negative = write("negative.json", R"({"format":"cleave.profile/1","entries":[
+{"op":"linear","extents":[16,64,32],"dtype":"fp32","device_kind":"V100-SXM2-16GB","seconds":-2}
+]})");
+  std::string wrong = write("wrong_format.json", R"({"format":"cleave.cluster/1"})");
+  Bad cases[] = {
+      {"compare mlp:batch=8 --cluster v100x1 --algos single --profile " + negative, "entry 0"},
+      {"plan mlp:batch=8 --cluster v100x1 --algo single --profile " + wrong,
+       "but cleave reads \"cleave.profile/1\""},
+      {"compare mlp:batch=8 --cluster v100x1 --profile /no/such/profile.json",
+       "in profile table '/no/such/profile.json'"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+  Outcome r = cleave("compare mlp:batch=8 --cluster v100x1 --algos single --profile " + negative);
+  EXPECT_NE(r.err.find("is not a positive number of seconds"), std::string::npos) << r.err;
+}
+
 TEST(Cli, BadPlansAreClearErrors) {
   std::string plan = (scratch() / "p.json").string();
   ASSERT_EQ(cleave("plan mlp:batch=8 --cluster dgx-a100 --algo single -o " + plan).code, 0);

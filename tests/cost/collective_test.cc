@@ -31,19 +31,32 @@ TEST(CollectiveCost, GroupOfOneIsFree) {
 }
 
 // Inside an NVSwitch node every ring hop has its GPU's whole NVSwitch bandwidth, so a large
-// all-reduce's bus bandwidth approaches the per-GPU link bandwidth (300 GB/s on DGX A100).
+// all-reduce's bus bandwidth approaches the per-GPU link bandwidth NCCL reaches: 0.8 of the
+// 300 GB/s line rate on DGX A100, 240 GB/s (published: ~230 GB/s).
 TEST(CollectiveCost, RingInsideNvSwitchNodeRunsAtLinkBandwidth) {
   auto c = preset("dgx-a100");
   auto g = first(8);
   auto cost = collective_cost(c, CollectiveKind::all_reduce, Bytes(gib), g);
   EXPECT_EQ(cost.algorithm, CollectiveAlgorithm::ring);
   double bus = bus_bandwidth(CollectiveKind::all_reduce, Bytes(gib), 8, cost.time).value();
-  EXPECT_GT(bus, 0.99 * 300e9);
-  EXPECT_LE(bus, 300e9);
+  EXPECT_GT(bus, 0.99 * 240e9);
+  EXPECT_LE(bus, 240e9);
   // Hand calculation: 2 (n-1) steps of (latency + (S/n) / B), latency = two NVSwitch hops.
   auto route = c.route(g[0], g[1]);
-  double expected = 14 * (route.latency.value() + static_cast<double>(gib) / 8 / 300e9);
+  double expected = 14 * (route.latency.value() + static_cast<double>(gib) / 8 / (0.8 * 300e9));
   EXPECT_NEAR(cost.time.value(), expected, 1e-12);
+}
+
+// With every efficiency at 1 the ring runs at the links' line rate.
+TEST(CollectiveCost, EfficiencyOneGivesLineRate) {
+  auto c = preset("dgx-a100");
+  auto g = first(8);
+  CollectiveOptions line_rate{/*nvlink_efficiency=*/1, /*infiniband_efficiency=*/1,
+                              /*other_efficiency=*/1};
+  auto cost = collective_cost(c, CollectiveKind::all_gather, Bytes(gib), g, line_rate);
+  double bus = bus_bandwidth(CollectiveKind::all_gather, Bytes(gib), 8, cost.time).value();
+  EXPECT_GT(bus, 0.99 * 300e9);
+  EXPECT_LE(bus, 300e9);
 }
 
 // Every ring hop carries (n-1)/n of the buffer per pass: reduce-scatter once, all-reduce twice.
@@ -59,7 +72,8 @@ TEST(CollectiveCost, RingBytesPerLinkDirection) {
     EXPECT_EQ(bytes.value(), 6000000) << channel;
 }
 
-// Across two nodes the ring crosses the InfiniBand NICs, the bottleneck: 400 Gb/s = 50 GB/s.
+// Across two nodes the ring crosses the InfiniBand NICs, the bottleneck: 400 Gb/s = 50 GB/s, of
+// which NCCL moves 0.94 (47 GB/s); inside a node NVLink's 0.8 of 450 GB/s.
 TEST(CollectiveCost, HierarchyShowsAcrossNodes) {
   auto c = preset("h100-2x8");
   auto inside = first(8);
@@ -68,9 +82,10 @@ TEST(CollectiveCost, HierarchyShowsAcrossNodes) {
   auto out = collective_cost(c, CollectiveKind::all_gather, Bytes(gib), across);
   double bus_in = bus_bandwidth(CollectiveKind::all_gather, Bytes(gib), 8, in.time).value();
   double bus_out = bus_bandwidth(CollectiveKind::all_gather, Bytes(gib), 16, out.time).value();
-  EXPECT_GT(bus_in, 0.99 * 450e9);
-  EXPECT_GT(bus_out, 0.98 * 50e9);
-  EXPECT_LE(bus_out, 50e9);
+  EXPECT_GT(bus_in, 0.99 * 360e9);
+  EXPECT_LE(bus_in, 360e9);
+  EXPECT_GT(bus_out, 0.98 * 47e9);
+  EXPECT_LE(bus_out, 47e9);
 }
 
 // For a tiny buffer latency dominates: the tree's 2 log2(n) latencies beat the ring's 2 (n-1).
