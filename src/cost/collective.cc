@@ -47,14 +47,43 @@ std::vector<std::pair<std::size_t, Bytes>> to_bytes(std::map<std::size_t, double
   return out;
 }
 
+// The rings a collective runs on. Inside one node, one ring in the group's order. Across nodes,
+// as NCCL does with one NIC per GPU, one ring per member of a node: ring r visits each node's
+// members (in the group's order) rotated by r, so each ring leaves every node through another
+// GPU, hence another NIC, and the rings together use every NIC (with one ring, a 16-GPU
+// all-reduce over two DGX H100s would run at one NIC's speed). Nodes with unequal member counts
+// get one ring.
+std::vector<std::vector<cluster::DeviceId>> rings_of(cluster::Cluster const& c,
+                                                    std::span<cluster::DeviceId const> group) {
+  std::vector<std::vector<cluster::DeviceId>> nodes;
+  std::map<std::uint32_t, std::size_t> index;
+  for (auto d : group) {
+    auto [it, added] = index.emplace(c.device(d).node.value(), nodes.size());
+    if (added) nodes.emplace_back();
+    nodes[it->second].push_back(d);
+  }
+  std::size_t m = nodes[0].size();
+  bool even = std::all_of(nodes.begin(), nodes.end(), [&](auto const& v) { return v.size() == m; });
+  if (nodes.size() == 1 || !even) return {{group.begin(), group.end()}};
+  std::vector<std::vector<cluster::DeviceId>> rings(m);
+  for (std::size_t r = 0; r < m; ++r)
+    for (auto const& members : nodes)
+      for (std::size_t j = 0; j < m; ++j)
+        rings[r].push_back(members[(r + j) % m]);
+  return rings;
+}
+
 CollectiveCost ring(cluster::Cluster const& c, CollectiveOptions const& options,
                     CollectiveKind kind, Bytes bytes, std::span<cluster::DeviceId const> group) {
   std::size_t n = group.size();
+  auto rings = rings_of(c, group);
   std::vector<Edge> edges;
-  for (std::size_t i = 0; i < n; ++i)
-    edges.push_back({group[i], group[(i + 1) % n]});
+  for (auto const& r : rings)
+    for (std::size_t i = 0; i < n; ++i)
+      edges.push_back({r[i], r[(i + 1) % n]});
   std::map<std::size_t, double> load;
-  double chunk = static_cast<double>(bytes.value()) / static_cast<double>(n);
+  // Each ring carries its share of the buffer, in n chunks.
+  double chunk = static_cast<double>(bytes.value()) / static_cast<double>(n * rings.size());
   double step = step_time(c, options, edges, chunk, /*with_latency=*/true, load);
   double steps = static_cast<double>(n - 1) * (kind == CollectiveKind::all_reduce ? 2 : 1);
   return {Seconds(step * steps), CollectiveAlgorithm::ring, to_bytes(load, steps)};
