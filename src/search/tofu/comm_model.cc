@@ -1,6 +1,8 @@
 #include "search/tofu/comm_model.h"
 
 #include <algorithm>
+#include <array>
+#include <tuple>
 
 #include "support/assert.h"
 
@@ -14,15 +16,16 @@ struct ReaderView {
   std::vector<std::size_t> const* positions;
 };
 
-// A fetch the lowering would emit: (source, destination, region), flattened for sorting.
+// A fetch the lowering would emit: (source, destination, region), flat and allocation-free so
+// that deduplicating millions of them stays cheap.
+constexpr std::size_t kMaxRank = 8;
 struct Fetch {
   int from = 0;
   int to = 0;
-  std::vector<std::int64_t> bounds;
-  bool operator<(Fetch const& o) const {
-    return std::tie(from, to, bounds) < std::tie(o.from, o.to, o.bounds);
-  }
-  bool operator==(Fetch const& o) const = default;
+  std::array<std::int64_t, 2 * kMaxRank> bounds{};
+  auto key() const { return std::tie(from, to, bounds); }
+  bool operator<(Fetch const& o) const { return key() < o.key(); }
+  bool operator==(Fetch const& o) const { return key() == o.key(); }
 };
 
 // Volume of a ∩ b, 0 when empty; writes the intersection to `out`.
@@ -43,8 +46,9 @@ std::int64_t fetched_elements(std::vector<Block> const& blocks,
                               std::vector<ReaderView> const& readers) {
   bool dedup = readers.size() > 1 || (readers.size() == 1 && readers[0].positions->size() > 1);
   std::int64_t total = 0;
-  std::vector<Fetch> fetches;
-  tdl::Box part;
+  thread_local std::vector<Fetch> fetches;
+  thread_local tdl::Box part;
+  fetches.clear();
   for (auto const& r : readers) {
     for (std::size_t k = 0; k < r.pieces->size(); ++k) {
       int device = (*r.devices)[k];
@@ -59,12 +63,13 @@ std::int64_t fetched_elements(std::vector<Block> const& blocks,
             total += v;
             continue;
           }
+          CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
           Fetch f{block.device, device, {}};
-          for (auto const& i : part) {
-            f.bounds.push_back(i.lo);
-            f.bounds.push_back(i.hi);
+          for (std::size_t d = 0; d < part.size(); ++d) {
+            f.bounds[2 * d] = part[d].lo;
+            f.bounds[2 * d + 1] = part[d].hi;
           }
-          fetches.push_back(std::move(f));
+          fetches.push_back(f);
         }
       }
     }
@@ -74,7 +79,7 @@ std::int64_t fetched_elements(std::vector<Block> const& blocks,
   fetches.erase(std::unique(fetches.begin(), fetches.end()), fetches.end());
   for (auto const& f : fetches) {
     std::int64_t v = 1;
-    for (std::size_t d = 0; d < f.bounds.size(); d += 2)
+    for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
       v *= f.bounds[d + 1] - f.bounds[d];
     total += v;
   }
@@ -85,6 +90,18 @@ std::string degrees_key(plan::OpConfig const& c) {
   std::string key;
   for (auto d : c.degrees)
     key += std::to_string(d) + ",";
+  return key;
+}
+
+// Candidate configurations as text: with an op's signature, all a cost table depends on.
+std::string candidates_key(std::vector<plan::OpConfig> const& configs) {
+  std::string key;
+  for (auto const& c : configs) {
+    key += degrees_key(c) + ":";
+    for (int d : c.devices)
+      key += std::to_string(d) + ",";
+    key += ";";
+  }
   return key;
 }
 
@@ -242,6 +259,12 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
   RequestStats& st = stats ? *stats : local;
   auto node = [&](ir::OpId op) { return c.node_of_op[op.value()]; };
   // Each node's own cost: reducing its ops' partial outputs.
+  // Repeated layers (ResNet's blocks, GPT's layers) have identical tables: each is computed once
+  // per step, keyed by the signatures and candidates of the ops it prices.
+  std::vector<std::string> op_key(graph_->num_ops());
+  for (auto const& op : graph_->ops())
+    op_key[op.id.value()] = signature_[op.id.value()] + "#" + candidates_key(c.configs[op.id.value()]);
+  std::map<std::string, std::vector<std::int64_t>> tables;
   std::vector<Factor> unary(static_cast<std::size_t>(nodes));
   for (auto const& op : graph_->ops()) {
     auto& f = unary[static_cast<std::size_t>(node(op.id))];
@@ -250,8 +273,12 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
       f.scope = {node(op.id)};
       f.table.assign(cands.size(), 0);
     }
+    auto [it, added] = tables.try_emplace("reduce|" + op_key[op.id.value()]);
+    if (added)
+      for (auto const& cand : cands)
+        it->second.push_back(layout(op.id, cand).reduce_bytes);
     for (std::size_t s = 0; s < cands.size(); ++s)
-      f.table[s] += layout(op.id, cands[s]).reduce_bytes;
+      f.table[s] += it->second[s];
   }
   for (auto& f : unary)
     if (!f.scope.empty()) r.factors.push_back(std::move(f));
@@ -263,8 +290,6 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
     std::int64_t elem = ir::dtype_bytes(t.type.dtype);
     auto const& holder_cands = c.configs[h->value()];
     std::vector<OpLayout> layouts;
-    for (auto const& cfg : holder_cands)
-      layouts.push_back(layout(*h, cfg));
     // Reader sets that get one factor each: all readers, or (too wide) the readers of each node.
     std::vector<std::vector<Reader const*>> sets(1);
     std::vector<int> all{node(*h)};
@@ -297,12 +322,27 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
       std::size_t entries = 1;
       for (int n : f.scope)
         entries *= static_cast<std::size_t>(r.num_strategies[static_cast<std::size_t>(n)]);
-      f.table.resize(entries);
-      // Per reader, its position in the scope and its view under each of its node's strategies.
       auto position = [&](int n) {
         return static_cast<std::size_t>(std::find(f.scope.begin(), f.scope.end(), n) -
                                         f.scope.begin());
       };
+      std::string key = "tensor|" + op_key[h->value()];
+      for (auto const* rd : set) {
+        key += "|" + std::to_string(position(node(rd->op))) + ":" + op_key[rd->op.value()] + "@";
+        for (auto p : rd->positions)
+          key += std::to_string(p) + ",";
+      }
+      auto cached = tables.find(key);
+      if (cached != tables.end()) {
+        f.table = cached->second;
+        r.factors.push_back(std::move(f));
+        continue;
+      }
+      if (layouts.empty())
+        for (auto const& cfg : holder_cands)
+          layouts.push_back(layout(*h, cfg));
+      f.table.resize(entries);
+      // Per reader, its position in the scope and its view under each of its node's strategies.
       std::vector<std::size_t> reader_pos;
       std::vector<std::vector<ReaderView>> reader_views;
       for (auto const* rd : set) {
@@ -324,6 +364,7 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
         }
       }
       st.entries += static_cast<std::int64_t>(entries);
+      tables.emplace(std::move(key), f.table);
       r.factors.push_back(std::move(f));
     }
   }
