@@ -40,49 +40,47 @@ std::int64_t intersect(tdl::Box const& a, tdl::Box const& b, tdl::Box& out) {
   return volume;
 }
 
-// Elements fetched by the readers' pieces from blocks on other devices, identical fetches once
-// (the lowering's `transfers_` map).
-std::int64_t fetched_elements(std::vector<Block> const& blocks,
-                              std::vector<ReaderView> const& readers) {
-  bool dedup = readers.size() > 1 || (readers.size() == 1 && readers[0].positions->size() > 1);
-  std::int64_t total = 0;
-  thread_local std::vector<Fetch> fetches;
-  thread_local tdl::Box part;
-  fetches.clear();
-  for (auto const& r : readers) {
-    for (std::size_t k = 0; k < r.pieces->size(); ++k) {
-      int device = (*r.devices)[k];
-      for (std::size_t pos : *r.positions) {
-        auto const& region = (*r.pieces)[k].inputs[pos];
-        if (region.empty()) continue;
-        for (auto const& block : blocks) {
-          if (block.device == device) continue;
-          std::int64_t v = intersect(region.box, block.box, part);
-          if (v == 0) continue;
-          if (!dedup) {
-            total += v;
-            continue;
-          }
-          CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
-          Fetch f{block.device, device, {}};
-          for (std::size_t d = 0; d < part.size(); ++d) {
-            f.bounds[2 * d] = part[d].lo;
-            f.bounds[2 * d + 1] = part[d].hi;
-          }
-          fetches.push_back(f);
+std::int64_t fetch_volume(Fetch const& f) {
+  std::int64_t v = 1;
+  for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
+    v *= f.bounds[d + 1] - f.bounds[d];
+  return v;
+}
+
+// What one reader's pieces fetch from blocks on other devices (the lowering's deliver()).
+void collect_fetches(std::vector<Block> const& blocks, ReaderView const& r,
+                     std::vector<Fetch>& out) {
+  tdl::Box part;
+  for (std::size_t k = 0; k < r.pieces->size(); ++k) {
+    int device = (*r.devices)[k];
+    for (std::size_t pos : *r.positions) {
+      auto const& region = (*r.pieces)[k].inputs[pos];
+      if (region.empty()) continue;
+      for (auto const& block : blocks) {
+        if (block.device == device || intersect(region.box, block.box, part) == 0) continue;
+        CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
+        Fetch f{block.device, device, {}};
+        for (std::size_t d = 0; d < part.size(); ++d) {
+          f.bounds[2 * d] = part[d].lo;
+          f.bounds[2 * d + 1] = part[d].hi;
         }
+        out.push_back(f);
       }
     }
   }
-  if (!dedup) return total;
+}
+
+// Elements fetched by the readers' pieces, identical fetches once (the lowering's `transfers_`).
+std::int64_t fetched_elements(std::vector<Block> const& blocks,
+                              std::vector<ReaderView> const& readers) {
+  std::vector<Fetch> fetches;
+  for (auto const& r : readers)
+    collect_fetches(blocks, r, fetches);
   std::sort(fetches.begin(), fetches.end());
   fetches.erase(std::unique(fetches.begin(), fetches.end()), fetches.end());
-  for (auto const& f : fetches) {
-    std::int64_t v = 1;
-    for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
-      v *= f.bounds[d + 1] - f.bounds[d];
-    total += v;
-  }
+  std::int64_t total = 0;
+  for (auto const& f : fetches)
+    total += fetch_volume(f);
   return total;
 }
 
@@ -351,13 +349,53 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
         for (auto const& cfg : c.configs[rd->op.value()])
           reader_views.back().push_back({&pieces(rd->op, cfg), &cfg.devices, &rd->positions});
       }
+      // Each (reader, its strategy, the holder's strategy) fetches a list of regions; an entry is
+      // the union of its readers' lists. Fetches are numbered once, so an entry is a pass over
+      // short integer lists instead of intersections and a sort.
+      std::size_t nh = holder_cands.size();
+      std::vector<Fetch> all;
+      std::vector<std::size_t> list_start;
+      for (std::size_t i = 0; i < set.size(); ++i)
+        for (auto const& view : reader_views[i])
+          for (std::size_t hs = 0; hs < nh; ++hs) {
+            list_start.push_back(all.size());
+            collect_fetches(layouts[hs].blocks, view, all);
+          }
+      list_start.push_back(all.size());
+      std::vector<std::size_t> order(all.size());
+      for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return all[a] < all[b] || (all[a] == all[b] && a < b);
+      });
+      std::vector<int> id_of(all.size());
+      std::vector<std::int64_t> volume_of;
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        if (j == 0 || !(all[order[j]] == all[order[j - 1]]))
+          volume_of.push_back(fetch_volume(all[order[j]]));
+        id_of[order[j]] = static_cast<int>(volume_of.size() - 1);
+      }
+      std::vector<std::size_t> first_list(set.size());
+      for (std::size_t i = 0, lists = 0; i < set.size(); ++i) {
+        first_list[i] = lists;
+        lists += reader_views[i].size() * nh;
+      }
+      std::vector<std::size_t> stamp(volume_of.size(), 0);
       std::vector<int> digits(f.scope.size(), 0);
-      std::vector<ReaderView> views(set.size());
       for (std::size_t index = 0; index < entries; ++index) {
-        for (std::size_t i = 0; i < set.size(); ++i)
-          views[i] = reader_views[i][static_cast<std::size_t>(digits[reader_pos[i]])];
-        f.table[index] =
-            fetched_elements(layouts[static_cast<std::size_t>(digits[0])].blocks, views) * elem;
+        auto hs = static_cast<std::size_t>(digits[0]);
+        std::int64_t total = 0;
+        for (std::size_t i = 0; i < set.size(); ++i) {
+          std::size_t list =
+              first_list[i] + static_cast<std::size_t>(digits[reader_pos[i]]) * nh + hs;
+          for (std::size_t j = list_start[list]; j < list_start[list + 1]; ++j) {
+            auto id = static_cast<std::size_t>(id_of[j]);
+            if (stamp[id] == index + 1) continue;
+            stamp[id] = index + 1;
+            total += volume_of[id];
+          }
+        }
+        f.table[index] = total * elem;
         for (std::size_t i = f.scope.size(); i-- > 0;) {
           if (++digits[i] < r.num_strategies[static_cast<std::size_t>(f.scope[i])]) break;
           digits[i] = 0;
