@@ -86,12 +86,13 @@ int main(int argc, char** argv) {
   };
   auto registry = ops::OpRegistry::with_builtins();
   auto zoo = models::ModelZoo::with_builtins();
-  std::printf("| case | model | cluster | ops | median search (s) | runs | peak RSS before / after "
-              "search (GiB) | comm per step (GiB) | target |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| case | model | cluster | ops | median search (s) | runs | peak RSS before / after "
+      "search (GiB) | comm per step (GiB) | target |\n|---|---|---|---|---|---|---|---|---|\n");
   for (auto const& c : cases) {
     if (!only.empty() && only != c.name) continue;
-    ir::Graph g = must(autodiff::build_training_graph(must(zoo.build(c.model, *registry)),
-                                                      *registry));
+    ir::Graph g =
+        must(autodiff::build_training_graph(must(zoo.build(c.model, *registry)), *registry));
     auto cluster = must(cluster::load_cluster(c.cluster));
     double before = peak_rss_gib();
     std::vector<double> times;
@@ -105,10 +106,9 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     auto at = config.find("comm_bytes=");
     double comm = at == std::string::npos ? 0 : std::atof(config.c_str() + at + 11);
-    std::printf("| %s | `%s` | %s | %zu | %.2f | %d | %.2f / %.2f | %.2f | %s |\n",
-                c.name.c_str(), c.model.c_str(), c.cluster.c_str(), g.num_ops(),
-                times[times.size() / 2], runs, before, peak_rss_gib(),
-                comm / (1024.0 * 1024.0 * 1024.0), c.target.c_str());
+    std::printf("| %s | `%s` | %s | %zu | %.2f | %d | %.2f / %.2f | %.2f | %s |\n", c.name.c_str(),
+                c.model.c_str(), c.cluster.c_str(), g.num_ops(), times[times.size() / 2], runs,
+                before, peak_rss_gib(), comm / (1024.0 * 1024.0 * 1024.0), c.target.c_str());
     std::fflush(stdout);
   }
 }

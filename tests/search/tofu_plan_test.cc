@@ -50,11 +50,10 @@ ir::Graph tiny_cnn(ops::OpRegistry const& r) {
 
 ir::Graph training(std::string const& which, ops::OpRegistry const& r) {
   auto zoo = models::ModelZoo::with_builtins();
-  ir::Graph forward =
-      which == "cnn" ? tiny_cnn(r)
-      : which == "rnn"
-          ? *zoo.build("rnn:layers=2,hidden=4,steps=3,batch=4,vocab=6", r)
-          : *zoo.build("mlp:layers=2,hidden=8,input=4,classes=4,batch=8", r);
+  ir::Graph forward = which == "cnn" ? tiny_cnn(r)
+                      : which == "rnn"
+                          ? *zoo.build("rnn:layers=2,hidden=4,steps=3,batch=4,vocab=6", r)
+                          : *zoo.build("mlp:layers=2,hidden=8,input=4,classes=4,batch=8", r);
   return *autodiff::build_training_graph(forward, r);
 }
 
@@ -80,8 +79,7 @@ TEST_P(TofuPlans, LowerAndComputeWhatTheGraphComputes) {
       for (auto const& t : program->tasks)
         if (t.kind == lower::TaskKind::transfer) bytes += t.bytes.value();
       // Every algorithm records the bytes comm_model predicts; they are the lowering's.
-      EXPECT_NE(p->provenance.config.find("comm_bytes=" + std::to_string(bytes)),
-                std::string::npos)
+      EXPECT_NE(p->provenance.config.find("comm_bytes=" + std::to_string(bytes)), std::string::npos)
           << algo << " on " << devices << ": " << p->provenance.config << " vs " << bytes;
       auto run = lower::run_reference(g, *program, *registry, sources);
       ASSERT_TRUE(run.has_value()) << algo << ": " << run.error().to_string();

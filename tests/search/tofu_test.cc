@@ -1,8 +1,8 @@
 // Tofu's optimality claims on random small graphs (issue 5): on graphs of at most 8 ops cut over
 // 2 and 4 devices, each recursion step's DP finds the step's exhaustive optimum (every choice of
 // every node priced by CommModel::evaluate, which does not use the DP's factor tables), the whole
-// plan is compared with the best of all recursive plans (equal on most, never far), and the plan's predicted bytes are the lowered
-// program's transfer bytes.
+// plan is compared with the best of all recursive plans (equal on most, never far), and the plan's
+// predicted bytes are the lowered program's transfer bytes.
 #include <gtest/gtest.h>
 #include <random>
 
@@ -30,39 +30,39 @@ ir::Graph random_graph(ops::OpRegistry const& r, int max_ops, Rng& rng) {
     ir::TensorId a = pool[rng() % pool.size()];
     auto shape = b.shape_of(a);
     switch (rng() % 6) {
-      case 0:
-        if (ops + 2 > max_ops) continue;
-        {
-          auto w = b.input("w" + std::to_string(inputs++), {pick(rng, {2, 4}), shape[1]});
-          w = b.op("scale", {w}, {{"alpha", 0.5}});
-          pool.push_back(b.op("linear", {a, w}));
-          ops += 2;
-        }
-        break;
-      case 1:
-        if (ops + 2 > max_ops) continue;
-        {
-          auto m = b.input("m" + std::to_string(inputs++), {shape[1], pick(rng, {2, 4})});
-          m = b.op("tanh", {m});
-          pool.push_back(b.op("matmul", {a, m}));
-          ops += 2;
-        }
-        break;
-      case 2:
-        pool.push_back(b.op(rng() % 2 ? "relu" : "tanh", {a}));
-        ++ops;
-        break;
-      case 3:
-        pool.push_back(b.op("transpose", {a}, {{"perm", std::vector<std::int64_t>{1, 0}}}));
-        ++ops;
-        break;
-      default: {
-        ir::TensorId other = a;
-        for (auto t : pool)
-          if (t != a && b.shape_of(t) == shape) other = t;
-        pool.push_back(b.op("add", {a, other}));
-        ++ops;
+    case 0:
+      if (ops + 2 > max_ops) continue;
+      {
+        auto w = b.input("w" + std::to_string(inputs++), {pick(rng, {2, 4}), shape[1]});
+        w = b.op("scale", {w}, {{"alpha", 0.5}});
+        pool.push_back(b.op("linear", {a, w}));
+        ops += 2;
       }
+      break;
+    case 1:
+      if (ops + 2 > max_ops) continue;
+      {
+        auto m = b.input("m" + std::to_string(inputs++), {shape[1], pick(rng, {2, 4})});
+        m = b.op("tanh", {m});
+        pool.push_back(b.op("matmul", {a, m}));
+        ops += 2;
+      }
+      break;
+    case 2:
+      pool.push_back(b.op(rng() % 2 ? "relu" : "tanh", {a}));
+      ++ops;
+      break;
+    case 3:
+      pool.push_back(b.op("transpose", {a}, {{"perm", std::vector<std::int64_t>{1, 0}}}));
+      ++ops;
+      break;
+    default: {
+      ir::TensorId other = a;
+      for (auto t : pool)
+        if (t != a && b.shape_of(t) == shape) other = t;
+      pool.push_back(b.op("add", {a, other}));
+      ++ops;
+    }
     }
   }
   auto g = b.finish();
@@ -76,8 +76,8 @@ template <typename F> void for_each_choice(Candidates const& c, Request const& r
   std::vector<plan::OpConfig> configs(c.configs.size());
   while (true) {
     for (std::size_t op = 0; op < c.configs.size(); ++op)
-      configs[op] = c.configs[op][static_cast<std::size_t>(s[static_cast<std::size_t>(
-          c.node_of_op[op])])];
+      configs[op] =
+          c.configs[op][static_cast<std::size_t>(s[static_cast<std::size_t>(c.node_of_op[op])])];
     visit(s, configs);
     std::size_t i = s.size();
     while (i > 0 && ++s[i - 1] == r.num_strategies[i - 1])
@@ -108,8 +108,8 @@ std::int64_t best_recursive(CommModel const& model, Coarsening const& co, Histor
     } else {
       History next = history;
       for (std::size_t op = 0; op < next.size(); ++op)
-        next[op].push_back(cut[op][static_cast<std::size_t>(s[static_cast<std::size_t>(
-            co.node_of_op[op])])]);
+        next[op].push_back(
+            cut[op][static_cast<std::size_t>(s[static_cast<std::size_t>(co.node_of_op[op])])]);
       bytes = best_recursive(model, co, next, ways);
     }
     if (best < 0 || bytes < best) best = bytes;
@@ -173,8 +173,8 @@ TEST(TofuOptimality, EachStepAndTheWholePlanEqualExhaustiveSearch) {
     if (result.comm_bytes == whole) {
       ++whole_equal;
     } else {
-      worst_ratio = std::max(worst_ratio, static_cast<double>(result.comm_bytes) /
-                                              static_cast<double>(whole));
+      worst_ratio = std::max(worst_ratio,
+                             static_cast<double>(result.comm_bytes) / static_cast<double>(whole));
     }
     ++whole_checked;
     nonzero += result.comm_bytes > 0;

@@ -90,8 +90,8 @@ Coarsening coarsen(CommModel const& model, CoarsenOptions const& options) {
       if (op.name.find("step") == std::string::npos) continue;
       std::string key = op.type + "|" + std::regex_replace(op.name, step, "step#");
       auto [it, added] = first.emplace(key, static_cast<int>(op.id.value()));
-      if (!added &&
-          same_space(model.bound(op.id), model.bound(ir::OpId(static_cast<std::uint32_t>(it->second)))))
+      if (!added && same_space(model.bound(op.id),
+                               model.bound(ir::OpId(static_cast<std::uint32_t>(it->second)))))
         uf.unite(static_cast<int>(op.id.value()), it->second);
     }
   }

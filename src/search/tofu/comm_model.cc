@@ -197,8 +197,8 @@ OpLayout CommModel::layout(ir::OpId op, plan::OpConfig const& config) const {
       std::size_t longest = 0;
       for (std::size_t d = 1; d < region->size(); ++d)
         if ((*region)[d].size() > (*region)[longest].size()) longest = d;
-      std::int64_t cuts =
-          std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()), (*region)[longest].size());
+      std::int64_t cuts = std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),
+                                                 (*region)[longest].size());
       parts = tdl::split_evenly(*region, static_cast<int>(longest), cuts);
     }
     for (std::size_t j = 0; j < parts.size(); ++j) {
@@ -261,7 +261,8 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
   // per step, keyed by the signatures and candidates of the ops it prices.
   std::vector<std::string> op_key(graph_->num_ops());
   for (auto const& op : graph_->ops())
-    op_key[op.id.value()] = signature_[op.id.value()] + "#" + candidates_key(c.configs[op.id.value()]);
+    op_key[op.id.value()] =
+        signature_[op.id.value()] + "#" + candidates_key(c.configs[op.id.value()]);
   std::map<std::string, std::vector<std::int64_t>> tables;
   std::vector<Factor> unary(static_cast<std::size_t>(nodes));
   for (auto const& op : graph_->ops()) {

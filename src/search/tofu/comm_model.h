@@ -47,9 +47,9 @@ struct Candidates {
 };
 
 struct RequestStats {
-  int tensor_factors = 0;     // one factor over a tensor's holder and all its readers
-  int split_factors = 0;      // tensors whose readers got a factor each (may over-count)
-  std::int64_t entries = 0;   // table entries computed
+  int tensor_factors = 0;    // one factor over a tensor's holder and all its readers
+  int split_factors = 0;     // tensors whose readers got a factor each (may over-count)
+  std::int64_t entries = 0;  // table entries computed
 };
 
 class CommModel {
@@ -67,9 +67,9 @@ class CommModel {
   OpLayout layout(ir::OpId op, plan::OpConfig const& config) const;
   // Bytes fetched for tensor t, given its holder's configuration (ignored for inputs) and the
   // configurations of the readers listed (deduplicated as the lowering does).
-  std::int64_t tensor_bytes(ir::TensorId t, plan::OpConfig const* holder_config,
-                            std::vector<std::pair<ir::OpId, plan::OpConfig const*>> const& readers)
-      const;
+  std::int64_t
+  tensor_bytes(ir::TensorId t, plan::OpConfig const* holder_config,
+               std::vector<std::pair<ir::OpId, plan::OpConfig const*>> const& readers) const;
   // The lowered program's total transfer bytes for one configuration per op.
   std::int64_t evaluate(std::vector<plan::OpConfig> const& configs) const;
 

@@ -109,7 +109,8 @@ Expected<plan::Plan> allrow_greedy(SearchContext const& ctx) {
       std::int64_t cost = model.layout(id, cand).reduce_bytes;
       for (auto t : g.op(id).inputs) {
         auto h = model.holder(t);
-        if (h && decided[h->value()]) cost += model.tensor_bytes(t, &configs[h->value()], {{id, &cand}});
+        if (h && decided[h->value()])
+          cost += model.tensor_bytes(t, &configs[h->value()], {{id, &cand}});
       }
       if (best < 0 || cost < best) {
         best = cost;
@@ -137,9 +138,8 @@ Expected<plan::Plan> equal_chop(SearchContext const& ctx) {
         auto const& dim = b.dims()[static_cast<std::size_t>(d)];
         auto u = static_cast<std::size_t>(d);
         if (!dim.splittable || degrees[u] * f > dim.extent) continue;
-        if (best < 0 || dim.extent / degrees[u] >
-                            b.dims()[static_cast<std::size_t>(best)].extent /
-                                degrees[static_cast<std::size_t>(best)])
+        if (best < 0 || dim.extent / degrees[u] > b.dims()[static_cast<std::size_t>(best)].extent /
+                                                      degrees[static_cast<std::size_t>(best)])
           best = d;
       }
       if (best >= 0) degrees[static_cast<std::size_t>(best)] *= f;

@@ -76,8 +76,8 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
     for (std::size_t i = bucket[f]->scope.size(); i-- > 0;) {
       int node = bucket[f]->scope[i];
       auto pos = node == v ? m
-                           : static_cast<std::size_t>(
-                                 std::find(scope.begin(), scope.end(), node) - scope.begin());
+                           : static_cast<std::size_t>(std::find(scope.begin(), scope.end(), node) -
+                                                      scope.begin());
       strides[f][pos] = stride;
       stride *= n[static_cast<std::size_t>(node)];
     }
@@ -294,8 +294,8 @@ std::string check_request(Request const& request) {
     std::size_t size = 1;
     for (int v : f.scope) {
       if (v < 0 || static_cast<std::size_t>(v) >= nodes)
-        return "factor " + std::to_string(i) + " names node " + std::to_string(v) +
-               ", not in 0.." + std::to_string(nodes - 1);
+        return "factor " + std::to_string(i) + " names node " + std::to_string(v) + ", not in 0.." +
+               std::to_string(nodes - 1);
       size *= static_cast<std::size_t>(request.num_strategies[static_cast<std::size_t>(v)]);
     }
     if (f.table.size() != size)

@@ -35,11 +35,11 @@ struct Request {
 };
 
 struct Result {
-  std::vector<int> strategy;    // per node
-  std::int64_t cost = 0;        // evaluate(request, strategy)
-  std::int64_t lower_bound = 0; // == cost when exact
-  bool exact = true;            // false when some bucket was split (mini-buckets)
-  int largest_scope = 0;        // the widest bucket eliminated (nodes), for reports
+  std::vector<int> strategy;     // per node
+  std::int64_t cost = 0;         // evaluate(request, strategy)
+  std::int64_t lower_bound = 0;  // == cost when exact
+  bool exact = true;             // false when some bucket was split (mini-buckets)
+  int largest_scope = 0;         // the widest bucket eliminated (nodes), for reports
 };
 
 // Checks sizes and strategy ranges; an error message says which factor or node is wrong.

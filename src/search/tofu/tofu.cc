@@ -104,8 +104,8 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
     Result r = solve(request);
     std::vector<plan::OpConfig> configs(g.num_ops());
     for (auto const& op : g.ops()) {
-      auto choice = static_cast<std::size_t>(r.strategy[static_cast<std::size_t>(
-          coarsening.node_of_op[op.id.value()])]);
+      auto choice = static_cast<std::size_t>(
+          r.strategy[static_cast<std::size_t>(coarsening.node_of_op[op.id.value()])]);
       out.history[op.id.value()].push_back(cut_dims[op.id.value()][choice]);
       configs[op.id.value()] = cands.configs[op.id.value()][choice];
     }

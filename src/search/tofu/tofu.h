@@ -48,8 +48,8 @@ Candidates step_candidates(CommModel const& model, Coarsening const& coarsening,
 
 struct TofuOptions {
   CoarsenOptions coarsen;
-  std::int64_t max_table_entries = std::int64_t{1} << 22;  // solver (exact below)
-  std::int64_t max_factor_entries = std::int64_t{1} << 16; // per-tensor factors (exact below)
+  std::int64_t max_table_entries = std::int64_t{1} << 22;   // solver (exact below)
+  std::int64_t max_factor_entries = std::int64_t{1} << 16;  // per-tensor factors (exact below)
 };
 
 struct StepReport {
