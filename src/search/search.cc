@@ -5,6 +5,7 @@
 
 #include "cluster/cluster_json.h"
 #include "search/baselines/baselines.h"
+#include "search/tofu/tofu.h"
 
 namespace cleave::search {
 namespace {
@@ -24,6 +25,19 @@ std::vector<Algorithm> const& table() {
         "by hand: Megatron-LM (sequence parallel) on transformers, one weird trick on CNNs, "
         "layer-wise round-robin placement on unrolled RNNs"},
        expert},
+      {{"tofu",
+        "Tofu: every op cut over all devices, one dimension per recursive 2-way step, chosen by a "
+        "DP minimising communication bytes"},
+       tofu::tofu},
+      {{"optcnn", "OptCNN's DP (not recursive, no output reduction): per op a k-way cut of its "
+                  "parallel dimensions minimising communication bytes"},
+       tofu::optcnn},
+      {{"allrow-greedy", "Tofu Fig. 10: every op cut on its output's rows, else the cheapest "
+                         "single cut, greedily"},
+       tofu::allrow_greedy},
+      {{"equal-chop",
+        "Tofu Fig. 10: every op chops its parallel dimensions as equally as k allows"},
+       tofu::equal_chop},
   };
   return all;
 }

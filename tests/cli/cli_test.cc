@@ -342,7 +342,7 @@ TEST(Cli, PlanSimulateCompare) {
   Outcome cmp = cleave("compare " + model + " --cluster dgx-a100 --json");
   ASSERT_EQ(cmp.code, 0) << cmp.err;
   auto rows = nlohmann::json::parse(cmp.out)["plans"];
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_GE(rows.size(), 3u);  // every registered algorithm; the baselines first
   EXPECT_EQ(rows[0]["algorithm"], "single");
   EXPECT_EQ(rows[0]["comm_bytes"], 0);
   // The ideal is the single-device step over the devices: single's efficiency is 1/8.

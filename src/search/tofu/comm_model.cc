@@ -1,0 +1,413 @@
+#include "search/tofu/comm_model.h"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include "support/assert.h"
+
+namespace cleave::search::tofu {
+namespace {
+
+// One reader's pieces under one configuration.
+struct ReaderView {
+  std::vector<tdl::PieceInfo> const* pieces;
+  std::vector<int> const* devices;
+  std::vector<std::size_t> const* positions;
+};
+
+// A fetch the lowering would emit: (source, destination, region), flat and allocation-free so
+// that deduplicating millions of them stays cheap.
+constexpr std::size_t kMaxRank = 8;
+struct Fetch {
+  int from = 0;
+  int to = 0;
+  std::array<std::int64_t, 2 * kMaxRank> bounds{};
+  auto key() const { return std::tie(from, to, bounds); }
+  bool operator<(Fetch const& o) const { return key() < o.key(); }
+  bool operator==(Fetch const& o) const { return key() == o.key(); }
+};
+
+// Volume of a ∩ b, 0 when empty; writes the intersection to `out`.
+std::int64_t intersect(tdl::Box const& a, tdl::Box const& b, tdl::Box& out) {
+  std::int64_t volume = 1;
+  out.resize(a.size());
+  for (std::size_t d = 0; d < a.size(); ++d) {
+    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
+    if (out[d].empty()) return 0;
+    volume *= out[d].size();
+  }
+  return volume;
+}
+
+std::int64_t fetch_volume(Fetch const& f) {
+  std::int64_t v = 1;
+  for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
+    v *= f.bounds[d + 1] - f.bounds[d];
+  return v;
+}
+
+// What one reader's pieces fetch from blocks on other devices (the lowering's deliver()).
+void collect_fetches(std::vector<Block> const& blocks, ReaderView const& r,
+                     std::vector<Fetch>& out) {
+  tdl::Box part;
+  for (std::size_t k = 0; k < r.pieces->size(); ++k) {
+    int device = (*r.devices)[k];
+    for (std::size_t pos : *r.positions) {
+      auto const& region = (*r.pieces)[k].inputs[pos];
+      if (region.empty()) continue;
+      for (auto const& block : blocks) {
+        if (block.device == device || intersect(region.box, block.box, part) == 0) continue;
+        CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
+        Fetch f{block.device, device, {}};
+        for (std::size_t d = 0; d < part.size(); ++d) {
+          f.bounds[2 * d] = part[d].lo;
+          f.bounds[2 * d + 1] = part[d].hi;
+        }
+        out.push_back(f);
+      }
+    }
+  }
+}
+
+// Elements fetched by the readers' pieces, identical fetches once (the lowering's `transfers_`).
+std::int64_t fetched_elements(std::vector<Block> const& blocks,
+                              std::vector<ReaderView> const& readers) {
+  std::vector<Fetch> fetches;
+  for (auto const& r : readers)
+    collect_fetches(blocks, r, fetches);
+  std::sort(fetches.begin(), fetches.end());
+  fetches.erase(std::unique(fetches.begin(), fetches.end()), fetches.end());
+  std::int64_t total = 0;
+  for (auto const& f : fetches)
+    total += fetch_volume(f);
+  return total;
+}
+
+std::string degrees_key(plan::OpConfig const& c) {
+  std::string key;
+  for (auto d : c.degrees)
+    key += std::to_string(d) + ",";
+  return key;
+}
+
+// Candidate configurations as text: with an op's signature, all a cost table depends on.
+std::string candidates_key(std::vector<plan::OpConfig> const& configs) {
+  std::string key;
+  for (auto const& c : configs) {
+    key += degrees_key(c) + ":";
+    for (int d : c.devices)
+      key += std::to_string(d) + ",";
+    key += ";";
+  }
+  return key;
+}
+
+}  // namespace
+
+Expected<CommModel> CommModel::create(ir::Graph const& graph, ops::OpRegistry const& registry) {
+  CommModel m;
+  m.graph_ = &graph;
+  std::map<std::string, std::shared_ptr<tdl::BoundOp const>> by_signature;
+  for (auto const& op : graph.ops()) {
+    std::string sig = op.type + "|" + op.attrs.to_string();
+    for (auto t : op.inputs)
+      sig += "|" + ir::type_to_string(graph.tensor(t).type);
+    auto it = by_signature.find(sig);
+    if (it == by_signature.end()) {
+      CLEAVE_TRY(auto bound, registry.bind(graph, op.id));
+      it = by_signature.emplace(sig, std::move(bound)).first;
+    }
+    m.bound_.push_back(it->second);
+    m.signature_.push_back(std::move(sig));
+  }
+  m.holder_.resize(graph.num_tensors());
+  m.readers_.resize(graph.num_tensors());
+  for (auto const& t : graph.tensors()) {
+    ir::OpId p = graph.producer(t.id);
+    if (p.valid()) {
+      m.holder_[t.id.value()] = p;
+    } else {
+      // The lowering's update_of: the op that writes a weight's or state's next value.
+      for (ir::OpId c : graph.consumers(t.id)) {
+        ir::Op const& op = graph.op(c);
+        auto role = graph.tensor(op.outputs[0]).role;
+        if (op.forward.valid() && op.inputs[0] == t.id &&
+            (role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state)) {
+          m.holder_[t.id.value()] = c;
+          break;
+        }
+      }
+    }
+    for (ir::OpId c : graph.consumers(t.id)) {
+      auto& readers = m.readers_[t.id.value()];
+      if (!readers.empty() && readers.back().op == c) continue;
+      Reader r{c, {}};
+      auto const& inputs = graph.op(c).inputs;
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i] == t.id) r.positions.push_back(i);
+      readers.push_back(std::move(r));
+    }
+  }
+  return m;
+}
+
+std::vector<tdl::PieceInfo> const& CommModel::pieces(ir::OpId op,
+                                                     plan::OpConfig const& config) const {
+  std::string key = signature_[op.value()] + "#" + degrees_key(config);
+  auto it = pieces_.find(key);
+  if (it != pieces_.end()) return *it->second;
+  auto infos = std::make_shared<std::vector<tdl::PieceInfo>>();
+  auto const& b = bound(op);
+  for (auto const& box : plan::piece_boxes(b, config)) {
+    auto info = tdl::analyze_piece(b, box);
+    CLEAVE_ASSERT(info.has_value(), "a candidate configuration has an invalid piece");
+    infos->push_back(std::move(*info));
+  }
+  return *pieces_.emplace(key, std::move(infos)).first->second;
+}
+
+// The lowering's placement of an op's output: pieces' regions, or for partial pieces the
+// reduce-scatter's parts (cut along the region's longest dimension, one per distinct device of
+// the pieces that share the region, in piece order).
+OpLayout CommModel::layout(ir::OpId op, plan::OpConfig const& config) const {
+  auto const& infos = pieces(op, config);
+  OpLayout out;
+  std::int64_t elem = ir::dtype_bytes(graph_->tensor(graph_->op(op).outputs[0]).type.dtype);
+  std::vector<std::pair<tdl::Box const*, std::vector<std::size_t>>> groups;
+  for (std::size_t k = 0; k < infos.size(); ++k) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](auto const& g) { return *g.first == infos[k].output; });
+    if (it == groups.end())
+      groups.push_back({&infos[k].output, {k}});
+    else
+      it->second.push_back(k);
+  }
+  for (auto const& [region, members] : groups) {
+    if (!infos[members[0]].partial) {
+      out.blocks.push_back({*region, config.devices[members[0]]});
+      continue;
+    }
+    std::vector<int> targets;
+    for (std::size_t k : members)
+      if (std::find(targets.begin(), targets.end(), config.devices[k]) == targets.end())
+        targets.push_back(config.devices[k]);
+    std::vector<tdl::Box> parts{*region};
+    if (!region->empty()) {
+      std::size_t longest = 0;
+      for (std::size_t d = 1; d < region->size(); ++d)
+        if ((*region)[d].size() > (*region)[longest].size()) longest = d;
+      std::int64_t cuts = std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),
+                                                 (*region)[longest].size());
+      parts = tdl::split_evenly(*region, static_cast<int>(longest), cuts);
+    }
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      int target = targets[j];
+      for (std::size_t k : members)
+        if (config.devices[k] != target) out.reduce_bytes += tdl::box_volume(parts[j]) * elem;
+      out.blocks.push_back({parts[j], target});
+    }
+  }
+  return out;
+}
+
+std::int64_t CommModel::tensor_bytes(
+    ir::TensorId t, plan::OpConfig const* holder_config,
+    std::vector<std::pair<ir::OpId, plan::OpConfig const*>> const& readers) const {
+  auto h = holder(t);
+  if (!h) return 0;
+  CLEAVE_ASSERT(holder_config != nullptr, "a held tensor needs its holder's configuration");
+  OpLayout l = layout(*h, *holder_config);
+  std::vector<ReaderView> views;
+  for (auto const& [op, config] : readers)
+    for (auto const& r : readers_[t.value()])
+      if (r.op == op) views.push_back({&pieces(op, *config), &config->devices, &r.positions});
+  return fetched_elements(l.blocks, views) * ir::dtype_bytes(graph_->tensor(t).type.dtype);
+}
+
+std::int64_t CommModel::evaluate(std::vector<plan::OpConfig> const& configs) const {
+  std::int64_t total = 0;
+  for (auto const& op : graph_->ops())
+    total += layout(op.id, configs[op.id.value()]).reduce_bytes;
+  for (auto const& t : graph_->tensors()) {
+    auto h = holder(t.id);
+    if (!h) continue;
+    std::vector<std::pair<ir::OpId, plan::OpConfig const*>> readers;
+    for (auto const& r : readers_[t.id.value()])
+      readers.push_back({r.op, &configs[r.op.value()]});
+    total += tensor_bytes(t.id, &configs[h->value()], readers);
+  }
+  return total;
+}
+
+Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
+                           RequestStats* stats) const {
+  Request r;
+  int nodes = 0;
+  for (int n : c.node_of_op)
+    nodes = std::max(nodes, n + 1);
+  r.num_strategies.assign(static_cast<std::size_t>(nodes), 0);
+  for (std::size_t op = 0; op < c.configs.size(); ++op) {
+    int& n = r.num_strategies[static_cast<std::size_t>(c.node_of_op[op])];
+    CLEAVE_ASSERT(n == 0 || n == static_cast<int>(c.configs[op].size()),
+                  "ops tied to one node need the same number of candidates");
+    n = static_cast<int>(c.configs[op].size());
+  }
+  RequestStats local;
+  RequestStats& st = stats ? *stats : local;
+  auto node = [&](ir::OpId op) { return c.node_of_op[op.value()]; };
+  // Each node's own cost: reducing its ops' partial outputs.
+  // Repeated layers (ResNet's blocks, GPT's layers) have identical tables: each is computed once
+  // per step, keyed by the signatures and candidates of the ops it prices.
+  std::vector<std::string> op_key(graph_->num_ops());
+  for (auto const& op : graph_->ops())
+    op_key[op.id.value()] =
+        signature_[op.id.value()] + "#" + candidates_key(c.configs[op.id.value()]);
+  std::map<std::string, std::vector<std::int64_t>> tables;
+  std::vector<Factor> unary(static_cast<std::size_t>(nodes));
+  for (auto const& op : graph_->ops()) {
+    auto& f = unary[static_cast<std::size_t>(node(op.id))];
+    auto const& cands = c.configs[op.id.value()];
+    if (f.scope.empty()) {
+      f.scope = {node(op.id)};
+      f.table.assign(cands.size(), 0);
+    }
+    auto [it, added] = tables.try_emplace("reduce|" + op_key[op.id.value()]);
+    if (added)
+      for (auto const& cand : cands)
+        it->second.push_back(layout(op.id, cand).reduce_bytes);
+    for (std::size_t s = 0; s < cands.size(); ++s)
+      f.table[s] += it->second[s];
+  }
+  for (auto& f : unary)
+    if (!f.scope.empty()) r.factors.push_back(std::move(f));
+
+  for (auto const& t : graph_->tensors()) {
+    auto h = holder(t.id);
+    auto const& readers = readers_[t.id.value()];
+    if (!h || readers.empty()) continue;
+    std::int64_t elem = ir::dtype_bytes(t.type.dtype);
+    auto const& holder_cands = c.configs[h->value()];
+    std::vector<OpLayout> layouts;
+    // Reader sets that get one factor each: all readers, or (too wide) the readers of each node.
+    std::vector<std::vector<Reader const*>> sets(1);
+    std::vector<int> all{node(*h)};
+    for (auto const& rd : readers) {
+      sets[0].push_back(&rd);
+      all.push_back(node(rd.op));
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    double size = 1;
+    for (int n : all)
+      size *= r.num_strategies[static_cast<std::size_t>(n)];
+    if (size > static_cast<double>(max_factor_entries)) {
+      std::map<int, std::vector<Reader const*>> by_node;
+      for (auto const& rd : readers)
+        by_node[node(rd.op)].push_back(&rd);
+      sets.clear();
+      for (auto& [n, list] : by_node)
+        sets.push_back(std::move(list));
+      ++st.split_factors;
+    } else {
+      ++st.tensor_factors;
+    }
+    for (auto const& set : sets) {
+      Factor f;
+      f.scope = {node(*h)};
+      for (auto const* rd : set)
+        if (std::find(f.scope.begin(), f.scope.end(), node(rd->op)) == f.scope.end())
+          f.scope.push_back(node(rd->op));
+      std::size_t entries = 1;
+      for (int n : f.scope)
+        entries *= static_cast<std::size_t>(r.num_strategies[static_cast<std::size_t>(n)]);
+      auto position = [&](int n) {
+        return static_cast<std::size_t>(std::find(f.scope.begin(), f.scope.end(), n) -
+                                        f.scope.begin());
+      };
+      std::string key = "tensor|" + op_key[h->value()];
+      for (auto const* rd : set) {
+        key += "|" + std::to_string(position(node(rd->op))) + ":" + op_key[rd->op.value()] + "@";
+        for (auto p : rd->positions)
+          key += std::to_string(p) + ",";
+      }
+      auto cached = tables.find(key);
+      if (cached != tables.end()) {
+        f.table = cached->second;
+        r.factors.push_back(std::move(f));
+        continue;
+      }
+      if (layouts.empty())
+        for (auto const& cfg : holder_cands)
+          layouts.push_back(layout(*h, cfg));
+      f.table.resize(entries);
+      // Per reader, its position in the scope and its view under each of its node's strategies.
+      std::vector<std::size_t> reader_pos;
+      std::vector<std::vector<ReaderView>> reader_views;
+      for (auto const* rd : set) {
+        reader_pos.push_back(position(node(rd->op)));
+        reader_views.emplace_back();
+        for (auto const& cfg : c.configs[rd->op.value()])
+          reader_views.back().push_back({&pieces(rd->op, cfg), &cfg.devices, &rd->positions});
+      }
+      // Each (reader, its strategy, the holder's strategy) fetches a list of regions; an entry is
+      // the union of its readers' lists. Fetches are numbered once, so an entry is a pass over
+      // short integer lists instead of intersections and a sort.
+      std::size_t nh = holder_cands.size();
+      std::vector<Fetch> all;
+      std::vector<std::size_t> list_start;
+      for (std::size_t i = 0; i < set.size(); ++i)
+        for (auto const& view : reader_views[i])
+          for (std::size_t hs = 0; hs < nh; ++hs) {
+            list_start.push_back(all.size());
+            collect_fetches(layouts[hs].blocks, view, all);
+          }
+      list_start.push_back(all.size());
+      std::vector<std::size_t> order(all.size());
+      for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return all[a] < all[b] || (all[a] == all[b] && a < b);
+      });
+      std::vector<int> id_of(all.size());
+      std::vector<std::int64_t> volume_of;
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        if (j == 0 || !(all[order[j]] == all[order[j - 1]]))
+          volume_of.push_back(fetch_volume(all[order[j]]));
+        id_of[order[j]] = static_cast<int>(volume_of.size() - 1);
+      }
+      std::vector<std::size_t> first_list(set.size());
+      for (std::size_t i = 0, lists = 0; i < set.size(); ++i) {
+        first_list[i] = lists;
+        lists += reader_views[i].size() * nh;
+      }
+      std::vector<std::size_t> stamp(volume_of.size(), 0);
+      std::vector<int> digits(f.scope.size(), 0);
+      for (std::size_t index = 0; index < entries; ++index) {
+        auto hs = static_cast<std::size_t>(digits[0]);
+        std::int64_t total = 0;
+        for (std::size_t i = 0; i < set.size(); ++i) {
+          std::size_t list =
+              first_list[i] + static_cast<std::size_t>(digits[reader_pos[i]]) * nh + hs;
+          for (std::size_t j = list_start[list]; j < list_start[list + 1]; ++j) {
+            auto id = static_cast<std::size_t>(id_of[j]);
+            if (stamp[id] == index + 1) continue;
+            stamp[id] = index + 1;
+            total += volume_of[id];
+          }
+        }
+        f.table[index] = total * elem;
+        for (std::size_t i = f.scope.size(); i-- > 0;) {
+          if (++digits[i] < r.num_strategies[static_cast<std::size_t>(f.scope[i])]) break;
+          digits[i] = 0;
+        }
+      }
+      st.entries += static_cast<std::int64_t>(entries);
+      tables.emplace(std::move(key), f.table);
+      r.factors.push_back(std::move(f));
+    }
+  }
+  return r;
+}
+
+}  // namespace cleave::search::tofu

@@ -1,0 +1,346 @@
+#include "search/tofu/solver.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "support/assert.h"
+
+namespace cleave::search::tofu {
+namespace {
+
+constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max() / 4;
+
+// Product of the strategy counts of `scope`, saturating (a size only compared to limits).
+double table_size(std::vector<int> const& scope, std::vector<int> const& n) {
+  double size = 1;
+  for (int v : scope)
+    size *= n[static_cast<std::size_t>(v)];
+  return size;
+}
+
+// A factor's entry for a full assignment.
+std::int64_t lookup(Factor const& f, std::vector<int> const& n, std::vector<int> const& strategy) {
+  std::size_t index = 0;
+  for (int v : f.scope)
+    index = index * static_cast<std::size_t>(n[static_cast<std::size_t>(v)]) +
+            static_cast<std::size_t>(strategy[static_cast<std::size_t>(v)]);
+  return f.table[index];
+}
+
+// The same factor with its scope sorted (tables permuted), so equal scopes can be merged.
+Factor canonical(Factor const& f, std::vector<int> const& n) {
+  std::vector<std::size_t> order(f.scope.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return f.scope[a] < f.scope[b]; });
+  Factor out;
+  for (std::size_t i : order)
+    out.scope.push_back(f.scope[i]);
+  out.table.resize(f.table.size());
+  std::vector<int> digits(f.scope.size(), 0);
+  std::vector<int> full(n.size(), 0);
+  for (std::size_t index = 0; index < f.table.size(); ++index) {
+    std::size_t rest = index;
+    for (std::size_t i = f.scope.size(); i-- > 0;) {
+      auto radix = static_cast<std::size_t>(n[static_cast<std::size_t>(f.scope[i])]);
+      full[static_cast<std::size_t>(f.scope[i])] = static_cast<int>(rest % radix);
+      rest /= radix;
+    }
+    std::size_t target = 0;
+    for (int v : out.scope)
+      target = target * static_cast<std::size_t>(n[static_cast<std::size_t>(v)]) +
+               static_cast<std::size_t>(full[static_cast<std::size_t>(v)]);
+    out.table[target] = f.table[index];
+  }
+  return out;
+}
+
+// Minimises node v out of `bucket` (factors that all mention v): a factor over the union of
+// their scopes without v.
+Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<int> const& n) {
+  std::vector<int> scope;
+  for (auto const* f : bucket)
+    scope.insert(scope.end(), f->scope.begin(), f->scope.end());
+  std::sort(scope.begin(), scope.end());
+  scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
+  scope.erase(std::find(scope.begin(), scope.end(), v));
+  // Per factor, its stride for each position of `scope` and for v.
+  std::size_t m = scope.size();
+  std::vector<std::vector<std::int64_t>> strides(bucket.size(),
+                                                 std::vector<std::int64_t>(m + 1, 0));
+  for (std::size_t f = 0; f < bucket.size(); ++f) {
+    std::int64_t stride = 1;
+    for (std::size_t i = bucket[f]->scope.size(); i-- > 0;) {
+      int node = bucket[f]->scope[i];
+      auto pos = node == v ? m
+                           : static_cast<std::size_t>(std::find(scope.begin(), scope.end(), node) -
+                                                      scope.begin());
+      strides[f][pos] = stride;
+      stride *= n[static_cast<std::size_t>(node)];
+    }
+  }
+  Factor out;
+  out.scope = scope;
+  std::size_t size = 1;
+  for (int u : scope)
+    size *= static_cast<std::size_t>(n[static_cast<std::size_t>(u)]);
+  out.table.assign(size, kInf);
+  std::vector<int> digits(m, 0);
+  std::vector<std::int64_t> offset(bucket.size(), 0);
+  int nv = n[static_cast<std::size_t>(v)];
+  for (std::size_t index = 0; index < size; ++index) {
+    std::int64_t best = kInf;
+    for (int s = 0; s < nv; ++s) {
+      std::int64_t sum = 0;
+      for (std::size_t f = 0; f < bucket.size(); ++f)
+        sum += bucket[f]->table[static_cast<std::size_t>(offset[f] + s * strides[f][m])];
+      best = std::min(best, sum);
+    }
+    out.table[index] = best;
+    // Odometer over `scope`, last position fastest (matches the table's mixed radix).
+    for (std::size_t i = m; i-- > 0;) {
+      auto radix = n[static_cast<std::size_t>(scope[i])];
+      if (++digits[i] < radix) {
+        for (std::size_t f = 0; f < bucket.size(); ++f)
+          offset[f] += strides[f][i];
+        break;
+      }
+      digits[i] = 0;
+      for (std::size_t f = 0; f < bucket.size(); ++f)
+        offset[f] -= strides[f][i] * (radix - 1);
+    }
+  }
+  return out;
+}
+
+class Eliminator {
+ public:
+  explicit Eliminator(Request const& r) : n_(r.num_strategies), node_factors_(n_.size()) {
+    for (auto const& f : r.factors)
+      add(canonical(f, n_));
+    for (std::size_t v = 0; v < n_.size(); ++v)
+      queue_.insert({score(static_cast<int>(v)), static_cast<int>(v)});
+    limit_ = r.max_table_entries;
+  }
+
+  Result run() {
+    Result result;
+    std::vector<int> order;
+    while (!queue_.empty()) {
+      int v = queue_.begin()->second;
+      queue_.erase(queue_.begin());
+      eliminated_.insert(v);
+      order.push_back(v);
+      std::vector<int> bucket_ids = node_factors_[static_cast<std::size_t>(v)];
+      std::set<int> neighbours;
+      for (int id : bucket_ids) {
+        for (int u : factors_[static_cast<std::size_t>(id)].scope)
+          if (u != v) neighbours.insert(u);
+        detach(id);
+      }
+      for (int u : neighbours)
+        queue_.erase({scores_[static_cast<std::size_t>(u)], u});
+      buckets_.emplace_back();
+      for (int id : bucket_ids)
+        buckets_.back().push_back(std::move(factors_[static_cast<std::size_t>(id)]));
+      std::vector<int> scope(neighbours.begin(), neighbours.end());
+      scope.push_back(v);
+      result.largest_scope = std::max(result.largest_scope, static_cast<int>(scope.size()));
+      for (auto const& part : mini_buckets(buckets_.back(), v)) {
+        Factor f = eliminate(part, v, n_);
+        if (f.scope.empty())
+          constant_ += f.table[0];
+        else
+          add(std::move(f));
+      }
+      for (int u : neighbours)
+        queue_.insert({score(u), u});
+    }
+    result.exact = exact_;
+    result.lower_bound = constant_;
+    // Back-substitution, last eliminated first: every other node of a bucket is chosen already.
+    result.strategy.assign(n_.size(), 0);
+    for (std::size_t i = order.size(); i-- > 0;) {
+      int v = order[i];
+      std::int64_t best = kInf;
+      int choice = 0;
+      for (int s = 0; s < n_[static_cast<std::size_t>(v)]; ++s) {
+        result.strategy[static_cast<std::size_t>(v)] = s;
+        std::int64_t sum = 0;
+        for (auto const& f : buckets_[i])
+          sum += lookup(f, n_, result.strategy);
+        if (sum < best) {
+          best = sum;
+          choice = s;
+        }
+      }
+      result.strategy[static_cast<std::size_t>(v)] = choice;
+    }
+    return result;
+  }
+
+ private:
+  // Edge elimination: a factor with the scope of an existing one is added into it.
+  void add(Factor f) {
+    auto it = by_scope_.find(f.scope);
+    if (it != by_scope_.end()) {
+      auto& into = factors_[static_cast<std::size_t>(it->second)].table;
+      for (std::size_t i = 0; i < into.size(); ++i)
+        into[i] += f.table[i];
+      return;
+    }
+    if (f.scope.empty()) {
+      constant_ += f.table[0];
+      return;
+    }
+    int id = static_cast<int>(factors_.size());
+    by_scope_[f.scope] = id;
+    for (int v : f.scope)
+      node_factors_[static_cast<std::size_t>(v)].push_back(id);
+    factors_.push_back(std::move(f));
+  }
+
+  void detach(int id) {
+    auto const& f = factors_[static_cast<std::size_t>(id)];
+    by_scope_.erase(f.scope);
+    for (int u : f.scope) {
+      auto& list = node_factors_[static_cast<std::size_t>(u)];
+      list.erase(std::find(list.begin(), list.end(), id));
+    }
+  }
+
+  // Size of the table eliminating v would build (OptCNN eliminates cheap nodes first: a node on
+  // a chain costs |C|^3).
+  double score(int v) {
+    std::vector<int> scope{v};
+    for (int id : node_factors_[static_cast<std::size_t>(v)])
+      for (int u : factors_[static_cast<std::size_t>(id)].scope)
+        scope.push_back(u);
+    std::sort(scope.begin(), scope.end());
+    scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
+    double s = table_size(scope, n_);
+    scores_.resize(n_.size());
+    scores_[static_cast<std::size_t>(v)] = s;
+    return s;
+  }
+
+  // The bucket whole when its table fits the limit; else groups of factors whose union does.
+  std::vector<std::vector<Factor const*>> mini_buckets(std::vector<Factor> const& bucket, int v) {
+    std::vector<int> all;
+    for (auto const& f : bucket)
+      all.insert(all.end(), f.scope.begin(), f.scope.end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    std::vector<std::vector<Factor const*>> parts;
+    if (table_size(all, n_) <= static_cast<double>(limit_)) {
+      parts.emplace_back();
+      for (auto const& f : bucket)
+        parts.back().push_back(&f);
+      return parts;
+    }
+    exact_ = false;
+    std::vector<std::vector<int>> scopes;
+    for (auto const& f : bucket) {
+      bool placed = false;
+      for (std::size_t p = 0; p < parts.size() && !placed; ++p) {
+        std::vector<int> merged = scopes[p];
+        merged.insert(merged.end(), f.scope.begin(), f.scope.end());
+        std::sort(merged.begin(), merged.end());
+        merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+        if (table_size(merged, n_) <= static_cast<double>(limit_)) {
+          parts[p].push_back(&f);
+          scopes[p] = merged;
+          placed = true;
+        }
+      }
+      if (!placed) {
+        parts.push_back({&f});
+        scopes.push_back(f.scope);
+      }
+    }
+    (void)v;
+    return parts;
+  }
+
+  std::vector<int> n_;
+  std::vector<Factor> factors_;
+  std::map<std::vector<int>, int> by_scope_;
+  std::vector<std::vector<int>> node_factors_;
+  std::vector<double> scores_;
+  std::set<std::pair<double, int>> queue_;
+  std::set<int> eliminated_;
+  std::vector<std::vector<Factor>> buckets_;  // per elimination step, the factors it summed
+  std::int64_t constant_ = 0;
+  std::int64_t limit_ = 0;
+  bool exact_ = true;
+};
+
+}  // namespace
+
+std::string check_request(Request const& request) {
+  auto nodes = request.num_strategies.size();
+  for (std::size_t v = 0; v < nodes; ++v)
+    if (request.num_strategies[v] < 1)
+      return "node " + std::to_string(v) + " has no strategy; give every node at least one";
+  for (std::size_t i = 0; i < request.factors.size(); ++i) {
+    auto const& f = request.factors[i];
+    std::vector<int> sorted = f.scope;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      return "factor " + std::to_string(i) + " names a node twice in its scope";
+    std::size_t size = 1;
+    for (int v : f.scope) {
+      if (v < 0 || static_cast<std::size_t>(v) >= nodes)
+        return "factor " + std::to_string(i) + " names node " + std::to_string(v) + ", not in 0.." +
+               std::to_string(nodes - 1);
+      size *= static_cast<std::size_t>(request.num_strategies[static_cast<std::size_t>(v)]);
+    }
+    if (f.table.size() != size)
+      return "factor " + std::to_string(i) + " has " + std::to_string(f.table.size()) +
+             " entries; its scope needs " + std::to_string(size);
+  }
+  return "";
+}
+
+std::int64_t evaluate(Request const& request, std::vector<int> const& strategy) {
+  CLEAVE_ASSERT(strategy.size() == request.num_strategies.size(), "one strategy per node");
+  std::int64_t total = 0;
+  for (auto const& f : request.factors)
+    total += lookup(f, request.num_strategies, strategy);
+  return total;
+}
+
+Result solve(Request const& request) {
+  CLEAVE_ASSERT(check_request(request).empty(), "a malformed DP request");
+  Result result = Eliminator(request).run();
+  result.cost = evaluate(request, result.strategy);
+  if (result.exact)
+    CLEAVE_ASSERT(result.cost == result.lower_bound, "exact elimination disagrees with evaluate");
+  return result;
+}
+
+Result solve_exhaustive(Request const& request) {
+  CLEAVE_ASSERT(check_request(request).empty(), "a malformed DP request");
+  auto const& n = request.num_strategies;
+  std::vector<int> s(n.size(), 0);
+  Result best;
+  best.cost = kInf;
+  while (true) {
+    std::int64_t c = evaluate(request, s);
+    if (c < best.cost) {
+      best.cost = c;
+      best.strategy = s;
+    }
+    std::size_t i = n.size();
+    while (i > 0 && ++s[i - 1] == n[i - 1])
+      s[--i] = 0;
+    if (i == 0) break;
+  }
+  best.lower_bound = best.cost;
+  return best;
+}
+
+}  // namespace cleave::search::tofu

@@ -1,0 +1,145 @@
+#include "search/tofu/tofu.h"
+
+#include "support/assert.h"
+
+namespace cleave::search::tofu {
+
+std::vector<std::int64_t> factor_ways(std::int64_t k) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t p = 2; p * p <= k; ++p)
+    while (k % p == 0) {
+      out.push_back(p);
+      k /= p;
+    }
+  if (k > 1) out.push_back(k);
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+plan::OpConfig config_from_history(tdl::BoundOp const& op, std::vector<int> const& history,
+                                   std::vector<std::int64_t> const& ways) {
+  auto const& dims = op.dims();
+  plan::OpConfig c;
+  c.degrees.assign(dims.size(), 1);
+  for (std::size_t t = 0; t < history.size(); ++t)
+    if (history[t] >= 0) c.degrees[static_cast<std::size_t>(history[t])] *= ways[t];
+  // weight[t]: what a part at step t adds to the device group number.
+  std::vector<std::int64_t> weight(history.size(), 1);
+  for (std::size_t t = history.size(); t-- > 1;)
+    weight[t - 1] = weight[t] * ways[t];
+  std::int64_t pieces = 1;
+  for (auto d : c.degrees)
+    pieces *= d;
+  c.devices.resize(static_cast<std::size_t>(pieces));
+  for (std::int64_t p = 0; p < pieces; ++p) {
+    // Row-major piece index -> index along each dimension -> the part at each step that cut it
+    // (mixed radix, the earliest step most significant).
+    std::int64_t rest = p, group = 0;
+    for (std::size_t d = dims.size(); d-- > 0;) {
+      std::int64_t i = rest % c.degrees[d];
+      rest /= c.degrees[d];
+      for (std::size_t t = history.size(); t-- > 0;) {
+        if (history[t] != static_cast<int>(d)) continue;
+        group += (i % ways[t]) * weight[t];
+        i /= ways[t];
+      }
+    }
+    c.devices[static_cast<std::size_t>(p)] = static_cast<int>(group);
+  }
+  return c;
+}
+
+Candidates step_candidates(CommModel const& model, Coarsening const& coarsening,
+                           History const& history, std::vector<std::int64_t> const& ways,
+                           std::vector<std::vector<int>>* cut_dims) {
+  auto const& g = model.graph();
+  std::size_t step = history.empty() ? 0 : history[0].size();
+  CLEAVE_ASSERT(step < ways.size(), "no step left to take");
+  std::int64_t k = ways[step];
+  // The strategies of a node come from its first op: tied ops have the same iteration space and
+  // have always been cut alike.
+  std::vector<std::vector<int>> node_dims(static_cast<std::size_t>(coarsening.num_nodes));
+  std::vector<bool> seen(static_cast<std::size_t>(coarsening.num_nodes), false);
+  for (auto const& op : g.ops()) {
+    auto n = static_cast<std::size_t>(coarsening.node_of_op[op.id.value()]);
+    if (seen[n]) continue;
+    seen[n] = true;
+    auto const& b = model.bound(op.id);
+    auto current = config_from_history(b, history[op.id.value()], ways);
+    for (std::size_t d = 0; d < b.dims().size(); ++d)
+      if (b.dims()[d].splittable && current.degrees[d] * k <= b.dims()[d].extent)
+        node_dims[n].push_back(static_cast<int>(d));
+    if (node_dims[n].empty()) node_dims[n].push_back(-1);
+  }
+  Candidates c;
+  c.node_of_op = coarsening.node_of_op;
+  c.configs.resize(g.num_ops());
+  cut_dims->assign(g.num_ops(), {});
+  for (auto const& op : g.ops()) {
+    auto const& dims = node_dims[static_cast<std::size_t>(coarsening.node_of_op[op.id.value()])];
+    auto h = history[op.id.value()];
+    h.push_back(-1);
+    for (int d : dims) {
+      h.back() = d;
+      c.configs[op.id.value()].push_back(config_from_history(model.bound(op.id), h, ways));
+    }
+    (*cut_dims)[op.id.value()] = dims;
+  }
+  return c;
+}
+
+TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& options) {
+  auto const& g = model.graph();
+  auto ways = factor_ways(devices);
+  Coarsening coarsening = coarsen(model, options.coarsen);
+  TofuResult out;
+  out.history.assign(g.num_ops(), {});
+  for (std::size_t s = 0; s < ways.size(); ++s) {
+    std::vector<std::vector<int>> cut_dims;
+    Candidates cands = step_candidates(model, coarsening, out.history, ways, &cut_dims);
+    StepReport report;
+    report.ways = ways[s];
+    Request request = model.request(cands, options.max_factor_entries, &report.stats);
+    request.max_table_entries = options.max_table_entries;
+    Result r = solve(request);
+    std::vector<plan::OpConfig> configs(g.num_ops());
+    for (auto const& op : g.ops()) {
+      auto choice = static_cast<std::size_t>(
+          r.strategy[static_cast<std::size_t>(coarsening.node_of_op[op.id.value()])]);
+      out.history[op.id.value()].push_back(cut_dims[op.id.value()][choice]);
+      configs[op.id.value()] = cands.configs[op.id.value()][choice];
+    }
+    report.dp_bytes = r.cost;
+    report.exact = r.exact && report.stats.split_factors == 0;
+    report.nodes = static_cast<int>(request.num_strategies.size());
+    report.largest_scope = r.largest_scope;
+    report.comm_bytes = model.evaluate(configs);
+    out.steps.push_back(report);
+    if (s + 1 == ways.size()) {
+      out.configs = std::move(configs);
+      out.comm_bytes = report.comm_bytes;
+    }
+  }
+  if (ways.empty())
+    for (auto const& op : g.ops())
+      out.configs.push_back(config_from_history(model.bound(op.id), {}, ways));
+  return out;
+}
+
+Expected<plan::Plan> tofu(SearchContext const& ctx) {
+  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
+  TofuOptions options;
+  TofuResult r = tofu_search(model, static_cast<int>(ctx.cluster.num_devices()), options);
+  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
+  p.ops = std::move(r.configs);
+  std::string steps;
+  for (auto const& s : r.steps)
+    steps += (steps.empty() ? "" : ",") + std::to_string(s.ways);
+  p.provenance.config = "ways=" + (steps.empty() ? std::string("1") : steps) +
+                        " comm_bytes=" + std::to_string(r.comm_bytes) +
+                        " max_table_entries=" + std::to_string(options.max_table_entries) +
+                        " max_factor_entries=" + std::to_string(options.max_factor_entries);
+  return p;
+}
+
+}  // namespace cleave::search::tofu

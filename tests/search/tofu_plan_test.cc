@@ -1,0 +1,153 @@
+// Tofu's plans on training graphs: they validate, lower, compute exactly what the whole graph
+// computes (reference run), their predicted bytes are the lowered program's transfer bytes, and
+// the same input gives the same plan. The paper's comparison algorithms are checked the same way.
+#include <gtest/gtest.h>
+#include <random>
+#include <regex>
+
+#include "autodiff/training_graph.h"
+#include "cluster/presets.h"
+#include "lower/reference_run.h"
+#include "models/layers.h"
+#include "models/model_zoo.h"
+#include "ops/reference_executor.h"
+#include "search/search.h"
+#include "search/tofu/tofu.h"
+
+namespace cleave::search::tofu {
+namespace {
+
+using Sources = std::map<std::string, tdl::TensorData, std::less<>>;
+
+Sources random_sources(ir::Graph const& g, std::mt19937_64& rng) {
+  Sources s;
+  for (auto const& t : g.tensors()) {
+    if (g.producer(t.id).valid()) continue;
+    std::vector<double> v(static_cast<std::size_t>(ir::num_elements(t.type.shape)));
+    for (auto& x : v)
+      x = ir::is_floating(t.type.dtype) ? std::uniform_real_distribution<double>(-1, 1)(rng)
+                                        : static_cast<double>(rng() % 2);
+    s.emplace(t.name, tdl::TensorData::whole(t.type.shape, std::move(v)));
+  }
+  return s;
+}
+
+ir::Graph tiny_cnn(ops::OpRegistry const& r) {
+  ops::OpBuilder b(r);
+  auto x = b.input("images", {4, 2, 6, 6});
+  models::Conv c;
+  c.out_channels = 4;
+  c.kernel_h = c.kernel_w = 3;
+  c.pad_h = c.pad_w = 1;
+  auto y = models::conv2d(b, x, c, "conv");
+  y = models::batch_norm(b, y, "bn");
+  y = b.op("relu", {y}, {}, "relu");
+  y = models::max_pool(b, y, 2, 2, 0, "pool");
+  y = models::flatten(b, y, "flat");
+  models::classification_loss(b, models::linear(b, y, 4, "fc"));
+  return *b.finish();
+}
+
+ir::Graph training(std::string const& which, ops::OpRegistry const& r) {
+  auto zoo = models::ModelZoo::with_builtins();
+  ir::Graph forward = which == "cnn" ? tiny_cnn(r)
+                      : which == "rnn"
+                          ? *zoo.build("rnn:layers=2,hidden=4,steps=3,batch=4,vocab=6", r)
+                          : *zoo.build("mlp:layers=2,hidden=8,input=4,classes=4,batch=8", r);
+  return *autodiff::build_training_graph(forward, r);
+}
+
+class TofuPlans : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TofuPlans, LowerAndComputeWhatTheGraphComputes) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::Graph g = training(GetParam(), *registry);
+  std::mt19937_64 rng(7);
+  Sources sources = random_sources(g, rng);
+  auto whole = ops::evaluate_graph(g, *registry, sources);
+  ASSERT_TRUE(whole.has_value()) << whole.error().to_string();
+  for (int devices : {2, 4}) {
+    std::string spec = "cpu:devices=" + std::to_string(devices);
+    auto cluster = *cluster::load_cluster(spec);
+    for (char const* algo : {"tofu", "optcnn", "allrow-greedy", "equal-chop"}) {
+      SearchContext ctx{g, *registry, cluster, spec, GetParam(), 4, 0};
+      auto p = make_plan(algo, ctx);
+      ASSERT_TRUE(p.has_value()) << algo << ": " << p.error().to_string();
+      auto program = lower::lower(g, *p, *registry);
+      ASSERT_TRUE(program.has_value()) << algo << ": " << program.error().to_string();
+      std::int64_t bytes = 0;
+      for (auto const& t : program->tasks)
+        if (t.kind == lower::TaskKind::transfer) bytes += t.bytes.value();
+      // Every algorithm records the bytes comm_model predicts; they are the lowering's.
+      EXPECT_NE(p->provenance.config.find("comm_bytes=" + std::to_string(bytes)), std::string::npos)
+          << algo << " on " << devices << ": " << p->provenance.config << " vs " << bytes;
+      auto run = lower::run_reference(g, *program, *registry, sources);
+      ASSERT_TRUE(run.has_value()) << algo << ": " << run.error().to_string();
+      for (auto const& t : g.tensors()) {
+        if (!g.producer(t.id).valid()) continue;
+        auto const& want = (*whole)[t.id.value()].values;
+        auto const& got = (*run)[t.id.value()].values;
+        ASSERT_EQ(want.size(), got.size());
+        for (std::size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, std::abs(want[i])))
+              << algo << " " << t.name;
+      }
+    }
+  }
+}
+
+TEST_P(TofuPlans, SameInputSamePlan) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::Graph g = training(GetParam(), *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=8");
+  SearchContext ctx{g, *registry, cluster, "cpu:devices=8", GetParam(), 4, 0};
+  auto a = make_plan("tofu", ctx);
+  auto b = make_plan("tofu", ctx);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  ASSERT_EQ(a->ops.size(), b->ops.size());
+  for (std::size_t i = 0; i < a->ops.size(); ++i) {
+    EXPECT_EQ(a->ops[i].degrees, b->ops[i].degrees);
+    EXPECT_EQ(a->ops[i].devices, b->ops[i].devices);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TofuPlans, ::testing::Values("mlp", "cnn", "rnn"));
+
+TEST(TofuCoarsening, TimeStepsAndElementwiseRunsShareNodes) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::Graph g = training("rnn", *registry);
+  auto model = *CommModel::create(g, *registry);
+  Coarsening tied = coarsen(model);
+  Coarsening none = coarsen(model, {false, false});
+  EXPECT_EQ(none.num_nodes, static_cast<int>(g.num_ops()));
+  EXPECT_LT(tied.num_nodes * 2, none.num_nodes);
+  // The same op of two time steps shares a node.
+  std::optional<ir::OpId> a, b;
+  for (auto const& op : g.ops()) {
+    if (op.name.find("step0") != std::string::npos && op.type == "linear" && !a) a = op.id;
+    if (a && op.name == std::regex_replace(g.op(*a).name, std::regex("step0"), "step2")) b = op.id;
+  }
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(tied.node_of_op[a->value()], tied.node_of_op[b->value()]);
+}
+
+TEST(TofuApproximations, SplitFactorsOnlyOverCount) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::Graph g = training("cnn", *registry);
+  auto model = *CommModel::create(g, *registry);
+  TofuOptions exact;
+  TofuOptions split;
+  split.max_factor_entries = 1;  // every tensor's readers priced one node at a time
+  TofuResult e = tofu_search(model, 4, exact);
+  TofuResult s = tofu_search(model, 4, split);
+  for (auto const& step : e.steps)
+    EXPECT_EQ(step.dp_bytes, step.comm_bytes);
+  for (auto const& step : s.steps) {
+    EXPECT_FALSE(step.exact);
+    EXPECT_GE(step.dp_bytes, step.comm_bytes);  // shared fetches paid twice, never less
+  }
+  EXPECT_GE(s.steps[0].comm_bytes, e.steps[0].comm_bytes);
+}
+
+}  // namespace
+}  // namespace cleave::search::tofu
