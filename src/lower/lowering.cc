@@ -99,6 +99,7 @@ struct Lowering::State {
   std::vector<std::uint32_t> order;            // parts in assembly order
   std::vector<TaskId> offset;                  // per part, in `program`
   std::vector<CollectiveId> first_collective;  // per part, in `program`
+  std::vector<std::size_t> first_initial;      // per part, in `program`
   Program program;
   std::vector<std::optional<TaskId>> previous;
 
@@ -392,60 +393,122 @@ struct Lowering::State {
     part.completes = rs;
   }
 
-  // Assembles `program` from the parts. With `rebuilt` (per part), also records previous_ids.
+  // Assembles `program` from the parts. With `rebuilt` (per part, after a reconfigure), the
+  // program is updated in place: parts before the first one that changed keep their tasks and
+  // ids; parts after it that did not change move their tasks along (their dependencies shifted),
+  // without copying them; and previous_ids is recorded.
   void assemble(std::vector<bool> const* rebuilt) {
-    Program p;
+    std::size_t parts = num_ops + graph.num_tensors();
+    // Re-emitted from the part data: rebuilt parts, ops whose inputs' parts were rebuilt (their
+    // compute tasks wait for other tasks), producers of rebuilt tensor parts (their reduce-scatter
+    // may now be, or no longer be, an all-reduce).
+    std::vector<bool> emit(parts, rebuilt == nullptr);
+    std::size_t start = rebuilt ? order.size() : 0;
+    if (rebuilt) {
+      for (std::size_t id = 0; id < parts; ++id) {
+        if (!(*rebuilt)[id]) continue;
+        emit[id] = true;
+        if (id < num_ops) continue;
+        ir::TensorId t(static_cast<std::uint32_t>(id - num_ops));
+        if (graph.producer(t).valid()) emit[graph.producer(t).value()] = true;
+        for (ir::OpId c : graph.consumers(t))
+          emit[c.value()] = true;
+      }
+      for (std::size_t pos = 0; pos < order.size(); ++pos)
+        if (emit[order[pos]]) {
+          start = pos;
+          break;
+        }
+    }
+    Program& p = program;
     p.num_devices = plan.num_devices;
-    std::vector<TaskId> old_offset = std::move(offset);
-    offset.assign(num_ops + graph.num_tensors(), 0);
-    first_collective.assign(offset.size(), 0);
-    previous.clear();
-    for (auto id : order) {
+    offset.resize(parts, 0);
+    first_collective.resize(parts, 0);
+    first_initial.resize(parts, 0);
+    bool all = start >= order.size();
+    TaskId keep = all ? static_cast<TaskId>(p.tasks.size()) : offset[order[start]];
+    if (!all) {
+      p.collectives.resize(first_collective[order[start]]);
+      p.initial.resize(first_initial[order[start]]);
+    }
+    std::vector<Task> tail(std::make_move_iterator(p.tasks.begin() + keep),
+                           std::make_move_iterator(p.tasks.end()));
+    p.tasks.resize(keep);
+    std::vector<TaskId> moved(tail.size(), 0);  // old id - keep -> new id (parts not rebuilt)
+    if (rebuilt) {
+      previous.assign(keep, std::nullopt);
+      for (TaskId i = 0; i < keep; ++i)
+        previous[i] = i;
+    }
+    auto resolve = [&](Ref r) { return offset[r.part] + r.index; };
+    for (std::size_t pos = start; pos < order.size(); ++pos) {
+      auto id = order[pos];
       bool is_op = id < num_ops;
       Part const& part =
           is_op ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
+      TaskId old = offset[id];
       offset[id] = static_cast<TaskId>(p.tasks.size());
       first_collective[id] = static_cast<CollectiveId>(p.collectives.size());
-      auto resolve = [&](Ref r) { return offset[r.part] + r.index; };
-      for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-        Task task = part.tasks[i];
-        task.collective = no_collective;
-        for (auto r : part.deps[i])
-          task.deps.push_back(resolve(r));
-        p.tasks.push_back(std::move(task));
-      }
+      first_initial[id] = p.initial.size();
+      bool kept = rebuilt && !(*rebuilt)[id];  // the same tasks as before, maybe new ids
+      if (kept)
+        for (std::size_t i = 0; i < part.tasks.size(); ++i)
+          moved[old - keep + i] = offset[id] + static_cast<TaskId>(i);
       bool waits_changed = false;
-      if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt, resolve);
+      if (emit[id]) {
+        for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+          Task task = part.tasks[i];
+          task.collective = no_collective;
+          for (auto r : part.deps[i])
+            task.deps.push_back(resolve(r));
+          p.tasks.push_back(std::move(task));
+        }
+        if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt, resolve);
+      } else {
+        for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+          Task task = std::move(tail[old - keep + i]);
+          task.collective = no_collective;
+          for (auto& d : task.deps)
+            if (d >= keep) d = moved[d - keep];
+          p.tasks.push_back(std::move(task));
+        }
+      }
       if (!is_op) {
         auto const& tp = tensor_parts[id - num_ops];
         p.initial.insert(p.initial.end(), tp.initial.begin(), tp.initial.end());
       }
-      for (std::size_t c = 0; c < part.collectives.size(); ++c) {
-        Collective col = part.collectives[c];
-        for (auto& m : col.members)
-          m += offset[id];
-        CollectiveId gid = static_cast<CollectiveId>(p.collectives.size());
-        if (!is_op && tensor_parts[id - num_ops].completes) {
-          auto producer = graph.producer(ir::TensorId(id - num_ops)).value();
-          gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
-          Collective& rs = p.collectives[gid];
-          rs.kind = CollectiveKind::all_reduce;
-          rs.members.insert(rs.members.end(), col.members.begin(), col.members.end());
-        } else {
-          p.collectives.push_back(col);
-        }
-        for (auto m : col.members)
-          p.tasks[m].collective = gid;
-      }
+      add_collectives(id, part, p);
       if (!rebuilt) continue;
       previous.resize(p.tasks.size());
-      if ((*rebuilt)[id]) continue;
+      if (!kept) continue;
       for (std::size_t i = 0; i < part.tasks.size(); ++i) {
         bool compute = is_op && i < pieces[id].size();
-        if (!(compute && waits_changed)) previous[offset[id] + i] = old_offset[id] + i;
+        if (!(compute && waits_changed)) previous[offset[id] + i] = old + i;
       }
     }
-    program = std::move(p);
+  }
+
+  // Emits a part's collectives (its tasks already in p); a tensor part's all-gather that
+  // completes its producer's reduce-scatter turns that into an all-reduce.
+  void add_collectives(std::uint32_t id, Part const& part, Program& p) {
+    bool is_op = id < num_ops;
+    for (std::size_t c = 0; c < part.collectives.size(); ++c) {
+      Collective col = part.collectives[c];
+      for (auto& m : col.members)
+        m += offset[id];
+      CollectiveId gid = static_cast<CollectiveId>(p.collectives.size());
+      if (!is_op && tensor_parts[id - num_ops].completes) {
+        auto producer = graph.producer(ir::TensorId(id - num_ops)).value();
+        gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
+        Collective& rs = p.collectives[gid];
+        rs.kind = CollectiveKind::all_reduce;
+        rs.members.insert(rs.members.end(), col.members.begin(), col.members.end());
+      } else {
+        p.collectives.push_back(std::move(col));
+      }
+      for (auto m : part.collectives[c].members)
+        p.tasks[offset[id] + m].collective = gid;
+    }
   }
 
   // Gives op `id`'s compute tasks (already in p) what they wait for, from the tensor parts of its

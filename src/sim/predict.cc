@@ -187,9 +187,12 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
                 cluster::Cluster const& c) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   auto const& tasks = program.tasks;
-  std::vector<std::vector<std::pair<double, std::int64_t>>> events(devices);
+  // Per device, allocations and frees apart: at equal times frees go first, and the order among
+  // allocations (or among frees) at one time does not change the peak.
+  using Event = std::pair<double, std::int64_t>;
+  std::vector<std::vector<Event>> allocs(devices), frees(devices);
   for (auto const& b : program.initial)
-    events[static_cast<std::size_t>(b.device)].push_back(
+    allocs[static_cast<std::size_t>(b.device)].push_back(
         {0.0, bytes_of(graph, b.tensor, b.region)});
   std::vector<double> last_use(tasks.size(), -1);
   std::vector<bool> swapped(tasks.size(), false);
@@ -204,23 +207,25 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     auto const& t = tasks[i];
     std::int64_t size = bytes_of(graph, t.tensor, t.region);
-    auto& e = events[static_cast<std::size_t>(t.device)];
+    auto d = static_cast<std::size_t>(t.device);
     if (t.kind == lower::TaskKind::swap_out) {
-      e.push_back({p.sim.spans[i].end, -size});
+      frees[d].push_back({p.sim.spans[i].end, size});
       continue;
     }
-    e.push_back({p.sim.spans[i].start, size});
-    if (last_use[i] >= 0 && !swapped[i]) e.push_back({last_use[i], -size});
+    allocs[d].push_back({p.sim.spans[i].start, size});
+    if (last_use[i] >= 0 && !swapped[i]) frees[d].push_back({last_use[i], size});
   }
+  auto by_time = [](Event const& x, Event const& y) { return x.first < y.first; };
   for (std::size_t d = 0; d < devices; ++d) {
-    auto& e = events[d];
-    // At equal times, frees before allocations.
-    std::sort(e.begin(), e.end(), [](auto const& x, auto const& y) {
-      return x.first != y.first ? x.first < y.first : x.second < y.second;
-    });
+    std::sort(allocs[d].begin(), allocs[d].end(), by_time);
+    std::sort(frees[d].begin(), frees[d].end(), by_time);
     std::int64_t now = 0, peak = 0;
-    for (auto [time, delta] : e)
-      peak = std::max(peak, now += delta);
+    std::size_t f = 0;
+    for (auto [time, size] : allocs[d]) {
+      for (; f < frees[d].size() && frees[d][f].first <= time; ++f)
+        now -= frees[d][f].second;
+      peak = std::max(peak, now += size);
+    }
     p.peak_memory_bytes.push_back(peak);
     std::int64_t capacity = c.devices()[d].memory.value();
     p.memory_capacity_bytes.push_back(capacity);
