@@ -71,7 +71,8 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
     return timing;
   }
   ir::DType dtype = graph.tensor(t.tensor).type.dtype;
-  std::string_view type = t.kind == lower::TaskKind::compute ? graph.op(t.op).type : "reduce";
+  std::string_view type = t.kind == lower::TaskKind::compute ? std::string_view(graph.op(t.op).type)
+                                                             : std::string_view("reduce");
   Bytes bytes = t.bytes;
   if (t.kind == lower::TaskKind::reduce) {
     std::int64_t region = tdl::box_volume(t.region) * ir::dtype_bytes(dtype);
@@ -247,8 +248,8 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   p.samples_per_s = p.step_time_s > 0 ? static_cast<double>(samples_per_step) / p.step_time_s : 0;
   p.device_compute_s = p.sim.compute_seconds;
   add_breakdown(p, program);
-  std::size_t devices = static_cast<std::size_t>(program.num_devices);
-  for (std::size_t r = devices; r < resources.size(); ++r)
+  std::size_t links_from = c.num_devices();  // resources: compute streams, then link directions
+  for (std::size_t r = links_from; r < resources.size(); ++r)
     p.breakdown.comm_s = std::max(p.breakdown.comm_s, p.sim.busy_seconds[r]);
 
   // Traffic: point-to-point transfers and host copies over their routes, collectives over the
@@ -272,7 +273,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
                              span.start, price.time.value()});
   }
   for (auto const& [ch, bytes] : per_channel)
-    p.link_bytes.push_back({resources[devices + ch].name, bytes});
+    p.link_bytes.push_back({resources[links_from + ch].name, bytes});
   add_memory(p, graph, program, c);
   return p;
 }

@@ -191,8 +191,9 @@ class Loop {
                   "the program's dependencies form a cycle");
     auto& r = run_.result;
     r.compute_seconds.assign(static_cast<std::size_t>(program_.num_devices), 0.0);
+    // A program may use fewer devices than the cluster has; the others' streams stay idle.
     for (std::size_t res = 0; res < resources.size(); ++res)
-      if (resources[res].device >= 0)
+      if (resources[res].device >= 0 && resources[res].device < program_.num_devices)
         r.compute_seconds[static_cast<std::size_t>(resources[res].device)] += r.busy_seconds[res];
     r.idle_seconds.resize(r.compute_seconds.size());
     for (std::size_t d = 0; d < r.compute_seconds.size(); ++d)
