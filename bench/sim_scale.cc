@@ -132,7 +132,7 @@ DeltaFigures delta_vs_full(int changes, int full_runs) {
 
 struct ThroughputFigures {
   std::string model, cluster;
-  std::size_t ops = 0, tasks = 0, collectives = 0;
+  std::size_t ops = 0, tasks = 0, collectives = 0, nodes = 0;
   double lower_s = 0, price_s = 0, simulate_s = 0, summarize_s = 0;
 };
 
@@ -158,6 +158,9 @@ ThroughputFigures throughput(int runs) {
     sum_t.push_back(seconds_since(t0));
     f.tasks = program.tasks.size();
     f.collectives = program.collectives.size();
+    f.nodes = f.collectives;
+    for (auto const& t : program.tasks)
+      f.nodes += t.collective == lower::no_collective;
   }
   f.ops = s.graph.num_ops();
   f.lower_s = median(lower_t);
@@ -200,20 +203,21 @@ int main(int argc, char** argv) {
                 d.same, d.checked);
     std::printf("## Full simulation throughput: %s, data-parallel, %s\n\n", t.model.c_str(),
                 t.cluster.c_str());
-    std::printf("| ops | tasks | collectives | lower | price | simulate | summarize | "
-                "simulate tasks/s |\n");
-    std::printf("|---|---|---|---|---|---|---|---|\n");
-    std::printf("| %zu | %zu | %zu | %.3f s | %.3f s | %.3f s | %.3f s | %.2fM |\n", t.ops, t.tasks,
-                t.collectives, t.lower_s, t.price_s, t.simulate_s, t.summarize_s, rate / 1e6);
+    std::printf("| ops | tasks | collectives | nodes simulated | lower | price | simulate | "
+                "summarize | simulate tasks/s |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| %zu | %zu | %zu | %zu | %.3f s | %.3f s | %.3f s | %.3f s | %.2fM |\n", t.ops,
+                t.tasks, t.collectives, t.nodes, t.lower_s, t.price_s, t.simulate_s, t.summarize_s,
+                rate / 1e6);
   } else {
     std::printf("delta: %zu ops, %zu tasks; full %.3f s, delta %.4f s (%.1fx), replayed %.0f%%, "
                 "priced %.0f, identical %d of %d\n",
                 d.ops, d.tasks, d.full_s, d.delta_s, ratio, 100 * d.replayed, d.priced, d.same,
                 d.checked);
-    std::printf("throughput: %zu ops, %zu tasks, %zu collectives; lower %.3f s, price %.3f s, "
-                "simulate %.3f s (%.2fM tasks/s), summarize %.3f s\n",
-                t.ops, t.tasks, t.collectives, t.lower_s, t.price_s, t.simulate_s, rate / 1e6,
-                t.summarize_s);
+    std::printf("throughput: %zu ops, %zu tasks, %zu collectives, %zu nodes; lower %.3f s, price "
+                "%.3f s, simulate %.3f s (%.2fM tasks/s), summarize %.3f s\n",
+                t.ops, t.tasks, t.collectives, t.nodes, t.lower_s, t.price_s, t.simulate_s,
+                rate / 1e6, t.summarize_s);
   }
   return d.same == d.checked ? 0 : 1;
 }
