@@ -131,8 +131,8 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
   if (!ideal) return report(ideal.error());
   report::PlanRow row{p->provenance.algorithm, *prediction, *ideal, p->provenance.search_time_s};
   if (!cmd.trace.empty()) {
-    auto st = write_file_atomic(cmd.trace,
-                                report::chrome_trace(model->training, program, prediction->sim));
+    auto st =
+        write_file_atomic(cmd.trace, report::chrome_trace(model->training, program, *prediction));
     if (!st) return report(st.error());
   }
   print_rows(model->label, p->cluster, {row}, cmd.profile, cmd.json);

@@ -57,4 +57,10 @@ Seconds CostModel::transfer(Bytes bytes, cluster::DeviceId from, cluster::Device
                  static_cast<double>(bytes.value()) / route.bottleneck.value());
 }
 
+Seconds CostModel::host_transfer(Bytes bytes, cluster::DeviceId device) const {
+  auto route = cluster_->host_route(device);
+  return Seconds(route.latency.value() +
+                 static_cast<double>(bytes.value()) / route.bottleneck.value());
+}
+
 }  // namespace cleave::cost

@@ -1,6 +1,7 @@
 // The cost model (DESIGN.md "Cost model and simulator"): the time of a piece of an op on a device
 // by roofline, max(flops / (peak * efficiency), bytes / memory bandwidth) + launch overhead, and
-// the time of a transfer by alpha-beta over its route (latency + bytes / bottleneck bandwidth).
+// the time of a transfer by alpha-beta over its route (latency + bytes / bottleneck bandwidth), and
+// the time of a host copy by alpha-beta over the device's host route.
 // Efficiencies per op kind are documented defaults (docs/cost_model.md); a measured profile table
 // (profile_table.h) overrides a piece's time with its measurement, or the defaults with its
 // per-device calibration.
@@ -63,6 +64,8 @@ class CostModel {
   ComputeCost compute(ComputeRequest const& request) const;
   // Moving `bytes` from one device to another along the cluster's route.
   Seconds transfer(Bytes bytes, cluster::DeviceId from, cluster::DeviceId to) const;
+  // Copying `bytes` between a device and its node's host (either way) along its host route.
+  Seconds host_transfer(Bytes bytes, cluster::DeviceId device) const;
 
   cluster::Cluster const& cluster() const { return *cluster_; }
   CostOptions const& options() const { return options_; }

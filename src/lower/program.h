@@ -1,6 +1,9 @@
 // The one lowering (DESIGN.md): (graph, plan) -> program, a DAG of per-device tasks that both the
 // simulator and the runtime consume. Compute tasks run pieces; transfer tasks move the regions a
-// piece reads from where they are held; reduce tasks combine partial results.
+// piece reads from where they are held; reduce tasks combine partial results; swap tasks copy a
+// region between a device and its node's host. Collectives group transfers and reduce tasks into
+// what they amount to (all-gather, reduce-scatter, all-reduce), so that the simulator can price
+// them by algorithm while an executor still runs the member tasks one by one.
 #pragma once
 
 #include <cstdint>
@@ -12,23 +15,45 @@
 namespace cleave::lower {
 
 using TaskId = std::uint32_t;
+using CollectiveId = std::uint32_t;
+constexpr CollectiveId no_collective = ~CollectiveId{0};
 
-enum class TaskKind { compute, transfer, reduce };
+// swap_out: device -> its node's host; swap_in: host -> device (SwapAdvisor's host copies).
+enum class TaskKind : std::uint8_t { compute, transfer, reduce, swap_out, swap_in };
 
 struct Task {
   TaskKind kind = TaskKind::compute;
-  int device = 0;           // where it runs; for a transfer, the destination
-  int source_device = -1;   // transfer: where the data comes from
-  ir::OpId op;              // compute: the op; reduce: the op whose partial outputs it combines
-  std::uint32_t piece = 0;  // compute: the piece of the op
+  int device = 0;          // where it runs; for a transfer, the destination; for a swap, the device
+  int source_device = -1;  // transfer: where the data comes from
+  ir::OpId op;             // compute: the op; reduce: the op whose partial outputs it combines;
+                           // partial transfer: the op that computed the partial result
+  std::uint32_t piece = 0;  // compute: the piece of the op; partial transfer: the source piece
   tdl::Box iteration;       // compute: the piece's box of the op's iteration space
-  ir::TensorId tensor;      // the tensor written (compute, reduce) or moved (transfer)
+  ir::TensorId tensor;      // the tensor written (compute, reduce) or moved (transfer, swap)
   tdl::Box region;          // the region written or moved
-  bool partial = false;     // compute: its output is a partial result
+  bool partial = false;     // compute: its output is a partial result; transfer: it moves one
   tdl::Reducer reducer = tdl::Reducer::none;  // reduce: how partials combine
   std::vector<TaskId> deps;  // tasks that must finish first (always earlier in the list)
   Flops flops;               // compute and reduce work
-  Bytes bytes;               // transfer: bytes moved; compute: bytes read and written
+  Bytes bytes;               // transfer, swap: bytes moved; compute: bytes read and written
+  CollectiveId collective = no_collective;  // the collective this task is a member of, if any
+};
+
+enum class CollectiveKind : std::uint8_t { all_gather, reduce_scatter, all_reduce };
+
+// What a group of member tasks amounts to. An all-gather's members are transfers (each device of
+// the group receives every other member's whole block); a reduce-scatter's are the partial
+// transfers and reduce tasks; an all-reduce's are both (a reduce-scatter whose result is then
+// all-gathered over the same group). Every dependency of a member that is not itself a member
+// precedes the collective's first member in the task list, so that taking the members as one unit
+// keeps the program acyclic (the simulator checks it).
+struct Collective {
+  CollectiveKind kind = CollectiveKind::all_gather;
+  std::vector<int> group;  // distinct devices, ascending: the ring order
+  ir::TensorId tensor;
+  tdl::Box region;              // the whole buffer gathered or reduced
+  Bytes bytes;                  // of that buffer
+  std::vector<TaskId> members;  // ascending
 };
 
 // A block of a tensor held by a device before the step starts (inputs, weights, optimizer state).
@@ -42,7 +67,23 @@ struct Program {
   int num_devices = 1;
   std::vector<InitialBlock> initial;
   std::vector<Task> tasks;  // in a topological order
+  std::vector<Collective> collectives;
 };
+
+// A total order on tasks by what they are, not where they sit in the list; the simulator breaks
+// ties with it, so that a program assembled in another order simulates identically. The tasks of
+// a lowered program are pairwise distinct under it.
+bool canonical_less(Task const& a, Task const& b);
+// Lexicographic on (lo, hi) per dimension.
+bool box_less(tdl::Box const& a, tdl::Box const& b);
+
+// The dimension along which a reduce-scatter over `members` devices cuts the region of partial
+// results it combines: the first dimension at least `members` long, so that activations' parts
+// land in the batch split that data- and sequence-parallel readers take (Megatron's
+// reduce-scatter) and weight gradients' in the rows that a data-parallel update shards (ZeRO);
+// else the longest. Planners that count the lowering's bytes (Tofu's) use it too.
+std::size_t scatter_dimension(tdl::Box const& region, std::size_t members);
+bool canonical_less(Collective const& a, Collective const& b);
 
 // Lowers a validated plan. Where a tensor lives: a produced tensor where its producer's pieces
 // (or, for partial pieces, the reduce tasks) wrote it; a weight or optimizer state where its

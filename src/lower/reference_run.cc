@@ -64,7 +64,9 @@ class Runner {
       Task const& task = program_.tasks[id];
       Status st = task.kind == TaskKind::compute    ? compute(id, task)
                   : task.kind == TaskKind::transfer ? move(id, task)
-                                                    : reduce(id, task);
+                  : task.kind == TaskKind::reduce   ? reduce(id, task)
+                  : task.kind == TaskKind::swap_out ? swap_out(id, task)
+                                                    : swap_in(id, task);
       if (!st) return std::move(st).error().with_context("in task " + std::to_string(id));
     }
     return assemble();
@@ -142,6 +144,31 @@ class Runner {
     return Status::ok();
   }
 
+  // Copies the region to the host store and frees the device's blocks of the tensor inside it.
+  Status swap_out(TaskId id, Task const& task) {
+    CLEAVE_TRY(tdl::TensorData part, gather(task.tensor, task.region, task.device));
+    host_.push_back({task.tensor, std::move(part), false, id});
+    auto& blocks = on(task.device);
+    std::erase_if(blocks, [&](Block const& b) {
+      return b.tensor == task.tensor && !b.partial && contains(task.region, b.data.region);
+    });
+    return Status::ok();
+  }
+
+  Status swap_in(TaskId id, Task const& task) {
+    tdl::TensorData out =
+        tdl::TensorData::zeros(graph_.tensor(task.tensor).type.shape, task.region);
+    std::vector<bool> covered(out.values.size(), false);
+    for (auto const& b : host_)
+      if (b.tensor == task.tensor) copy_into(out, covered, b.data);
+    if (!std::all_of(covered.begin(), covered.end(), [](bool c) { return c; }))
+      return Error(ErrorCode::invalid_argument,
+                   "the host holds no copy of " + graph_.tensor(task.tensor).name +
+                       tdl::box_to_string(task.region) + " to swap in");
+    on(task.device).push_back({task.tensor, std::move(out), false, id});
+    return Status::ok();
+  }
+
   Expected<std::vector<tdl::TensorData>> assemble() {
     std::vector<tdl::TensorData> values(graph_.num_tensors());
     for (auto const& t : graph_.tensors()) {
@@ -153,6 +180,8 @@ class Runner {
       for (auto const& device : held_)
         for (auto const& b : device)
           if (b.tensor == t.id && !b.partial) copy_into(out, covered, b.data);
+      for (auto const& b : host_)
+        if (b.tensor == t.id) copy_into(out, covered, b.data);
       bool whole = std::all_of(covered.begin(), covered.end(), [](bool c) { return c; });
       if (!whole && graph_.producer(t.id).valid())
         return Error(ErrorCode::invalid_argument,
@@ -166,6 +195,7 @@ class Runner {
   Program const& program_;
   ops::OpRegistry const& registry_;
   std::vector<std::vector<Block>> held_;
+  std::vector<Block> host_;  // host copies (one store: the reference run does not know nodes)
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Runs a lowered program with the reference interpreter: each device keeps the blocks it holds,
 // compute tasks see only their device's blocks, transfers copy regions between devices, reduce
-// tasks combine partial blocks. The oracle that partitioned execution computes what the graph
-// does; the runtime's --check compares against the same thing.
+// tasks combine partial blocks, a swap-out moves a region to a host store (freeing the device's
+// blocks inside it) and a swap-in copies it back; collectives run as their member tasks. The oracle
+// that partitioned execution computes what the graph does; the runtime's --check compares against
+// the same thing.
 #pragma once
 
 #include <map>

@@ -38,6 +38,35 @@ Error plan_error(ir::Op const& op, std::string const& message) {
 
 }  // namespace
 
+Status validate_op(OpConfig const& c, ir::Op const& op, tdl::BoundOp const& bound,
+                   int num_devices) {
+  auto const& dims = bound.dims();
+  if (c.degrees.size() != dims.size())
+    return plan_error(op, "has " + std::to_string(c.degrees.size()) + " degrees for " +
+                              std::to_string(dims.size()) + " iteration dimensions (" +
+                              bound.describe_space() + ")");
+  std::int64_t n = 1;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    std::int64_t k = c.degrees[d];
+    if (k < 1 || k > dims[d].extent)
+      return plan_error(op, "degree " + std::to_string(k) + " for dimension '" + dims[d].name +
+                                "' must be between 1 and its extent " +
+                                std::to_string(dims[d].extent));
+    if (k > 1 && !dims[d].splittable)
+      return plan_error(op, "dimension '" + dims[d].name + "' cannot be split (" +
+                                dims[d].unsplittable_reason + ")");
+    n *= k;
+  }
+  if (static_cast<std::int64_t>(c.devices.size()) != n)
+    return plan_error(op, "has " + std::to_string(n) + " pieces but " +
+                              std::to_string(c.devices.size()) + " devices");
+  for (int dev : c.devices)
+    if (dev < 0 || dev >= num_devices)
+      return plan_error(op, "device " + std::to_string(dev) + " is not in 0.." +
+                                std::to_string(num_devices - 1));
+  return Status::ok();
+}
+
 Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry) {
   std::string fp = ir::graph_fingerprint(graph);
   if (plan.graph_fingerprint != fp)
@@ -54,31 +83,8 @@ Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const&
   for (auto const& op : graph.ops()) {
     OpConfig const& c = plan.ops[op.id.value()];
     CLEAVE_TRY(auto bound, registry.bind(graph, op.id));
-    auto const& dims = bound->dims();
-    if (c.degrees.size() != dims.size())
-      return plan_error(op, "has " + std::to_string(c.degrees.size()) + " degrees for " +
-                                std::to_string(dims.size()) + " iteration dimensions (" +
-                                bound->describe_space() + ")");
-    std::int64_t n = 1;
-    for (std::size_t d = 0; d < dims.size(); ++d) {
-      std::int64_t k = c.degrees[d];
-      if (k < 1 || k > dims[d].extent)
-        return plan_error(op, "degree " + std::to_string(k) + " for dimension '" + dims[d].name +
-                                  "' must be between 1 and its extent " +
-                                  std::to_string(dims[d].extent));
-      if (k > 1 && !dims[d].splittable)
-        return plan_error(op, "dimension '" + dims[d].name + "' cannot be split (" +
-                                  dims[d].unsplittable_reason + ")");
-      n *= k;
-    }
-    if (static_cast<std::int64_t>(c.devices.size()) != n)
-      return plan_error(op, "has " + std::to_string(n) + " pieces but " +
-                                std::to_string(c.devices.size()) + " devices");
-    for (int dev : c.devices)
-      if (dev < 0 || dev >= plan.num_devices)
-        return plan_error(op, "device " + std::to_string(dev) + " is not in 0.." +
-                                  std::to_string(plan.num_devices - 1));
-    pieces[op.id.value()] = n;
+    CLEAVE_CHECK_OK(validate_op(c, op, *bound, plan.num_devices));
+    pieces[op.id.value()] = static_cast<std::int64_t>(c.devices.size());
   }
   if (plan.order.empty()) return Status::ok();
   if (plan.order.size() != static_cast<std::size_t>(plan.num_devices))

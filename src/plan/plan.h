@@ -59,5 +59,8 @@ Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry)
 // the dimension and why it cannot be split), a device in range for every piece, and, if given,
 // per-device orders that list every piece exactly once on its own device.
 Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry);
+// The per-op part of `validate`: degrees and devices of one op's configuration.
+Status validate_op(OpConfig const& config, ir::Op const& op, tdl::BoundOp const& bound,
+                   int num_devices);
 
 }  // namespace cleave::plan

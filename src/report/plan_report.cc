@@ -65,6 +65,7 @@ std::string rows_to_json(std::string const& model, std::string const& cluster,
                     {"breakdown",
                      {{"compute_s", p.breakdown.compute_s},
                       {"exposed_comm_s", p.breakdown.exposed_comm_s},
+                      {"exposed_swap_s", p.breakdown.exposed_swap_s},
                       {"idle_s", p.breakdown.idle_s},
                       {"comm_s", p.breakdown.comm_s}}}});
   }
@@ -74,28 +75,73 @@ std::string rows_to_json(std::string const& model, std::string const& cluster,
 }
 
 std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
-                         sim::SimResult const& sim) {
+                         sim::Prediction const& prediction) {
+  auto const& sim = prediction.sim;
   auto events = nlohmann::json::array();
+  char const* threads[] = {"compute", "transfers in", "collectives", "host copies"};
   for (int d = 0; d < program.num_devices; ++d) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
                       {"pid", d},
                       {"args", {{"name", "device " + std::to_string(d)}}}});
+    for (int tid = 0; tid < 4; ++tid)
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", d},
+                        {"tid", tid},
+                        {"args", {{"name", threads[tid]}}}});
   }
   for (std::size_t i = 0; i < program.tasks.size(); ++i) {
     auto const& t = program.tasks[i];
-    bool transfer = t.kind == lower::TaskKind::transfer;
-    std::string name = transfer ? "recv " + graph.tensor(t.tensor).name + " from " +
-                                      std::to_string(t.source_device)
-                       : t.kind == lower::TaskKind::reduce ? "reduce " + graph.tensor(t.tensor).name
-                                                           : graph.op(t.op).name;
+    if (t.collective != lower::no_collective) continue;  // shown as its collective
+    std::string const& tensor = graph.tensor(t.tensor).name;
+    std::string name;
+    int tid = 0;
+    switch (t.kind) {
+    case lower::TaskKind::compute:
+      name = graph.op(t.op).name;
+      break;
+    case lower::TaskKind::reduce:
+      name = "reduce " + tensor;
+      break;
+    case lower::TaskKind::transfer:
+      name = "recv " + tensor + " from " + std::to_string(t.source_device);
+      tid = 1;
+      break;
+    case lower::TaskKind::swap_out:
+      name = "swap out " + tensor;
+      tid = 3;
+      break;
+    case lower::TaskKind::swap_in:
+      name = "swap in " + tensor;
+      tid = 3;
+      break;
+    }
     events.push_back({{"name", name},
                       {"ph", "X"},
                       {"pid", t.device},
-                      {"tid", transfer ? 1 : 0},
+                      {"tid", tid},
                       {"ts", sim.spans[i].start * 1e6},
                       {"dur", (sim.spans[i].end - sim.spans[i].start) * 1e6},
                       {"args", {{"bytes", t.bytes.value()}, {"flops", t.flops.value()}}}});
+  }
+  // A collective is one event on every device of its group.
+  for (std::size_t c = 0; c < program.collectives.size(); ++c) {
+    auto const& col = program.collectives[c];
+    auto const& s = prediction.collectives[c];
+    std::string name = s.kind + " " + s.tensor;
+    for (int d : col.group)
+      events.push_back({{"name", name},
+                        {"ph", "X"},
+                        {"pid", d},
+                        {"tid", 2},
+                        {"ts", s.start_s * 1e6},
+                        {"dur", s.seconds * 1e6},
+                        {"args",
+                         {{"bytes", s.bytes},
+                          {"algorithm", s.algorithm},
+                          {"devices", s.group_size},
+                          {"tasks", col.members.size()}}}});
   }
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }

@@ -30,8 +30,10 @@ std::string rows_to_text(std::string const& model, std::string const& cluster,
 std::string rows_to_json(std::string const& model, std::string const& cluster,
                          std::vector<PlanRow> const& rows);
 
-// Chrome trace events: one process per device, threads "compute" and "transfers in".
+// Chrome trace events: one process per device, threads "compute", "transfers in" (point to point),
+// "collectives" (each collective once per device of its group, not its member tasks) and "host
+// copies".
 std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
-                         sim::SimResult const& sim);
+                         sim::Prediction const& prediction);
 
 }  // namespace cleave::report

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/collective.h"
 #include "cost/cost_model.h"
 #include "sim/simulate.h"
 
@@ -14,14 +15,35 @@ namespace cleave::sim {
 // Resources: each device's compute stream (ids 0..D-1), then every link direction
 // (D + Hop::channel()).
 std::vector<Resource> resources_of(cluster::Cluster const& cluster);
-std::vector<TaskTiming> timings_of(lower::Program const& program, ir::Graph const& graph,
-                                   cost::CostModel const& cost);
+
+// A task's duration and resources; a member of a collective gets none (the collective has them).
+TaskTiming timing_of(lower::Task const& task, ir::Graph const& graph, cost::CostModel const& cost);
+// A collective priced by its algorithm over the group's routes (cost::collective_cost).
+cost::CollectiveCost cost_of(lower::Collective const& collective, cost::CostModel const& cost);
+TaskTiming timing_of(cost::CollectiveCost const& collective, std::size_t num_devices);
+
+std::vector<cost::CollectiveCost> collective_costs(lower::Program const& program,
+                                                   cost::CostModel const& cost);
+Timings timings_of(lower::Program const& program, ir::Graph const& graph,
+                   cost::CostModel const& cost,
+                   std::vector<cost::CollectiveCost> const& collective_costs);
 
 struct Breakdown {
   double compute_s = 0;       // the busiest device's compute time
   double exposed_comm_s = 0;  // its waiting while data it needs is in flight
+  double exposed_swap_s = 0;  // its other waiting while its host copies are in flight
   double idle_s = 0;          // its other waiting (dependencies, imbalance)
   double comm_s = 0;          // busiest link direction's busy time (overlapped or not)
+};
+
+struct CollectiveSummary {
+  std::string kind;       // "all-gather", "reduce-scatter", "all-reduce"
+  std::string algorithm;  // "ring", "tree"
+  std::string tensor;
+  std::size_t group_size = 0;
+  std::int64_t bytes = 0;  // the whole buffer
+  double start_s = 0;
+  double seconds = 0;
 };
 
 struct Prediction {
@@ -32,15 +54,23 @@ struct Prediction {
   std::vector<std::int64_t> peak_memory_bytes;      // per device, over the simulated order
   std::vector<std::int64_t> memory_capacity_bytes;  // per device
   bool fits = true;
-  std::int64_t comm_bytes = 0;                                   // all transfers
+  std::int64_t comm_bytes = 0;  // all transfers, members of collectives included
+  std::int64_t swap_bytes = 0;  // all host copies
   std::vector<std::pair<std::string, std::int64_t>> link_bytes;  // per link direction used
   // Compute and reduce tasks, and how many of them the profile table priced (its coverage).
   std::int64_t priced_tasks = 0;
   std::int64_t measured_tasks = 0;
+  std::vector<CollectiveSummary> collectives;  // per collective of the program
   SimResult sim;
 };
 
 Prediction predict(ir::Graph const& graph, lower::Program const& program,
                    cost::CostModel const& cost, std::int64_t samples_per_step);
+
+// The figures of a simulated program (what predict() reports after simulating).
+Prediction summarize(ir::Graph const& graph, lower::Program const& program,
+                     cost::CostModel const& cost,
+                     std::vector<cost::CollectiveCost> const& collective_costs,
+                     Timings const& timings, SimResult sim, std::int64_t samples_per_step);
 
 }  // namespace cleave::sim

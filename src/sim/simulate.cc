@@ -6,58 +6,219 @@
 #include "support/assert.h"
 
 namespace cleave::sim {
+namespace {
 
-SimResult simulate(lower::Program const& program, std::vector<TaskTiming> const& timings,
-                   std::vector<Resource> const& resources) {
-  auto const& tasks = program.tasks;
-  CLEAVE_ASSERT(timings.size() == tasks.size(), "one timing per task");
-  std::size_t n = tasks.size();
-  std::vector<std::uint32_t> waiting(n, 0);
-  std::vector<std::vector<lower::TaskId>> dependents(n);
-  for (lower::TaskId i = 0; i < n; ++i) {
-    waiting[i] = static_cast<std::uint32_t>(tasks[i].deps.size());
-    for (auto d : tasks[i].deps)
-      dependents[d].push_back(i);
+class Loop {
+ public:
+  Loop(lower::Program const& program, Timings const& timings,
+       std::vector<Resource> const& resources)
+      : program_(program), timings_(timings), n_(program.tasks.size()),
+        nodes_(n_ + program.collectives.size()) {
+    CLEAVE_ASSERT(timings.tasks.size() == n_, "one timing per task");
+    CLEAVE_ASSERT(timings.collectives.size() == program.collectives.size(),
+                  "one timing per collective");
+    run_.result.busy_seconds.assign(resources.size(), 0.0);
+    free_at_.assign(resources.size(), 0.0);
   }
-  // Tasks in the order they become ready (ties: lower id first), so each resource serves its
-  // tasks first come, first served.
-  using Entry = std::pair<double, lower::TaskId>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  std::vector<double> ready_at(n, 0.0);
-  for (lower::TaskId i = 0; i < n; ++i)
-    if (waiting[i] == 0) ready.emplace(0.0, i);
 
-  SimResult r;
-  r.spans.resize(n);
-  r.busy_seconds.assign(resources.size(), 0.0);
-  std::vector<double> free_at(resources.size(), 0.0);
-  while (!ready.empty()) {
-    auto [at, i] = ready.top();
-    ready.pop();
-    TaskTiming const& t = timings[i];
+  Run run(Prefix const& prefix, std::vector<Resource> const& resources) {
+    auto const& tasks = program_.tasks;
+    std::vector<bool> taken(nodes_, false);
+    run_.ready.assign(nodes_, 0.0);
+    run_.result.spans.resize(n_);
+    node_end_.assign(nodes_, 0.0);
+    restore(prefix, taken);
+
+    // Edges between nodes; a collective's members' dependencies on each other are inside it.
+    std::vector<std::uint32_t> waiting(nodes_, 0);
+    std::vector<std::uint32_t> first(nodes_ + 1, 0);
+    auto each_edge = [&](auto const& visit) {
+      for (lower::TaskId i = 0; i < n_; ++i) {
+        NodeId u = node_of(i);
+        if (taken[u]) continue;
+        for (auto d : tasks[i].deps) {
+          NodeId v = node_of(d);
+          if (u != v) visit(u, v);
+        }
+      }
+    };
+    each_edge([&](NodeId u, NodeId v) {
+      if (taken[v]) {
+        run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
+      } else {
+        ++waiting[u];
+        ++first[v + 1];
+      }
+    });
+    for (std::size_t v = 0; v < nodes_; ++v)
+      first[v + 1] += first[v];
+    std::vector<NodeId> dependents(first[nodes_]);
+    std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+    each_edge([&](NodeId u, NodeId v) {
+      if (!taken[v]) dependents[fill[v]++] = u;
+    });
+
+    auto later = [this](Entry const& x, Entry const& y) {
+      if (x.first != y.first) return x.first > y.first;
+      return before(y.second, x.second);
+    };
+    std::priority_queue<Entry, std::vector<Entry>, decltype(later)> ready(later);
+    for (NodeId v = 0; v < nodes_; ++v)
+      if (!taken[v] && is_node(v) && waiting[v] == 0) ready.emplace(run_.ready[v], v);
+    while (!ready.empty()) {
+      auto [at, v] = ready.top();
+      ready.pop();
+      take(v, at, start_of(v, at));
+      for (auto k = first[v]; k < first[v + 1]; ++k) {
+        NodeId u = dependents[k];
+        run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
+        if (--waiting[u] == 0) ready.emplace(run_.ready[u], u);
+      }
+    }
+    finish(resources);
+    return std::move(run_);
+  }
+
+ private:
+  using Entry = std::pair<double, NodeId>;
+
+  NodeId node_of(lower::TaskId t) const {
+    auto c = program_.tasks[t].collective;
+    return c == lower::no_collective ? t : static_cast<NodeId>(n_ + c);
+  }
+  bool is_node(NodeId v) const {
+    return v >= n_ || program_.tasks[v].collective == lower::no_collective;
+  }
+  TaskTiming const& timing(NodeId v) const {
+    return v < n_ ? timings_.tasks[v] : timings_.collectives[v - n_];
+  }
+
+  // The canonical order of nodes: tasks before collectives, each by content; by id only where the
+  // contents are equal (never in a lowered program).
+  bool before(NodeId a, NodeId b) const {
+    bool ta = a < n_, tb = b < n_;
+    if (ta != tb) return ta;
+    if (ta) {
+      auto const& x = program_.tasks[a];
+      auto const& y = program_.tasks[b];
+      if (lower::canonical_less(x, y)) return true;
+      if (lower::canonical_less(y, x)) return false;
+    } else {
+      auto const& x = program_.collectives[a - n_];
+      auto const& y = program_.collectives[b - n_];
+      if (lower::canonical_less(x, y)) return true;
+      if (lower::canonical_less(y, x)) return false;
+    }
+    return a < b;
+  }
+
+  double start_of(NodeId v, double at) const {
     double start = at;
-    for (auto res : t.resources)
-      start = std::max(start, free_at[res]);
+    for (auto res : timing(v).resources)
+      start = std::max(start, free_at_[res]);
+    return start;
+  }
+
+  void checkpoint() {
+    auto pops = run_.order.size();
+    if (pops % Run::checkpoint_every != 0) return;
+    if (!run_.checkpoints.empty() && run_.checkpoints.back().pops >= pops) return;
+    run_.checkpoints.push_back(
+        {pops, free_at_, run_.result.busy_seconds, run_.result.step_seconds});
+  }
+
+  // Takes node v, ready at `at`, from `start`: it holds its resources until it ends.
+  void take(NodeId v, double at, double start) {
+    checkpoint();
+    TaskTiming const& t = timing(v);
     double end = start + t.seconds;
     for (auto res : t.resources) {
-      free_at[res] = end;
-      r.busy_seconds[res] += t.seconds;
+      free_at_[res] = end;
+      run_.result.busy_seconds[res] += t.seconds;
     }
-    r.spans[i] = {start, end};
-    r.step_seconds = std::max(r.step_seconds, end);
-    for (auto j : dependents[i]) {
-      ready_at[j] = std::max(ready_at[j], end);
-      if (--waiting[j] == 0) ready.emplace(ready_at[j], j);
+    run_.ready[v] = at;
+    node_end_[v] = end;
+    run_.result.step_seconds = std::max(run_.result.step_seconds, end);
+    run_.order.push_back(v);
+    if (v < n_) {
+      run_.result.spans[v] = {start, end};
+    } else {
+      for (auto m : program_.collectives[v - n_].members)
+        run_.result.spans[m] = {start, end};
     }
   }
-  r.compute_seconds.assign(static_cast<std::size_t>(program.num_devices), 0.0);
-  for (std::size_t res = 0; res < resources.size(); ++res)
-    if (resources[res].device >= 0)
-      r.compute_seconds[static_cast<std::size_t>(resources[res].device)] += r.busy_seconds[res];
-  r.idle_seconds.resize(r.compute_seconds.size());
-  for (std::size_t d = 0; d < r.compute_seconds.size(); ++d)
-    r.idle_seconds[d] = r.step_seconds - r.compute_seconds[d];
-  return r;
+
+  // Replays a previous run's prefix from its last checkpoint (the resources' state before it is
+  // restored, the nodes after it taken again with their recorded spans).
+  void restore(Prefix const& prefix, std::vector<bool>& taken) {
+    std::size_t from = 0;
+    for (auto const& c : prefix.checkpoints) {
+      if (c.pops > prefix.taken.size()) break;
+      run_.checkpoints.push_back(c);
+      from = c.pops;
+      free_at_ = c.free_at;
+      run_.result.busy_seconds = c.busy;
+      run_.result.step_seconds = c.step;
+    }
+    for (std::size_t p = 0; p < prefix.taken.size(); ++p) {
+      NodeId v = prefix.taken[p];
+      CLEAVE_ASSERT(is_node(v), "a replayed node is a member of a collective");
+      taken[v] = true;
+      if (p < from) {
+        run_.order.push_back(v);
+        run_.ready[v] = prefix.ready[p];
+        node_end_[v] = prefix.spans[p].end;
+        if (v < n_) {
+          run_.result.spans[v] = prefix.spans[p];
+        } else {
+          for (auto m : program_.collectives[v - n_].members)
+            run_.result.spans[m] = prefix.spans[p];
+        }
+        continue;
+      }
+      take(v, prefix.ready[p], prefix.spans[p].start);
+      CLEAVE_ASSERT(node_end_[v] == prefix.spans[p].end, "a replayed node's duration changed");
+    }
+  }
+
+  void finish(std::vector<Resource> const& resources) {
+    CLEAVE_ASSERT(run_.order.size() == static_cast<std::size_t>(std::count_if(
+                                           program_.tasks.begin(), program_.tasks.end(),
+                                           [](lower::Task const& t) {
+                                             return t.collective == lower::no_collective;
+                                           })) +
+                                           program_.collectives.size(),
+                  "the program's dependencies form a cycle");
+    auto& r = run_.result;
+    r.compute_seconds.assign(static_cast<std::size_t>(program_.num_devices), 0.0);
+    // A program may use fewer devices than the cluster has; the others' streams stay idle.
+    for (std::size_t res = 0; res < resources.size(); ++res)
+      if (resources[res].device >= 0 && resources[res].device < program_.num_devices)
+        r.compute_seconds[static_cast<std::size_t>(resources[res].device)] += r.busy_seconds[res];
+    r.idle_seconds.resize(r.compute_seconds.size());
+    for (std::size_t d = 0; d < r.compute_seconds.size(); ++d)
+      r.idle_seconds[d] = r.step_seconds - r.compute_seconds[d];
+  }
+
+  lower::Program const& program_;
+  Timings const& timings_;
+  std::size_t n_;
+  std::size_t nodes_;
+  std::vector<double> free_at_;
+  std::vector<double> node_end_;
+  Run run_;
+};
+
+}  // namespace
+
+Run run_event_loop(lower::Program const& program, Timings const& timings,
+                   std::vector<Resource> const& resources, Prefix const& prefix) {
+  return Loop(program, timings, resources).run(prefix, resources);
+}
+
+SimResult simulate(lower::Program const& program, Timings const& timings,
+                   std::vector<Resource> const& resources) {
+  return run_event_loop(program, timings, resources).result;
 }
 
 }  // namespace cleave::sim

@@ -1,7 +1,14 @@
 // The execution simulator (FlexFlow's, PAPERS.md §2): event driven over resources (each device's
-// compute stream, each link direction, each host-copy stream), FIFO per resource in the order tasks
-// become ready, communication overlapping computation. It runs on the lowered program, the same
-// one the runtime executes, with each task's duration and resources given by the cost model.
+// compute stream, each link direction; a device's host copies use the link directions of its host
+// route), FIFO per resource in the order tasks become ready, communication overlapping
+// computation. It runs on the lowered program, the same one the runtime executes, with each
+// task's duration and resources given by the cost model.
+//
+// The unit of scheduling is a node: a task that belongs to no collective, or a whole collective
+// (its member tasks all get the collective's span). Nodes are taken in the order they become
+// ready; ties are broken by lower::canonical_less, never by position in the task list, so a
+// program assembled in another order simulates bit for bit the same (delta simulation relies on
+// it).
 #pragma once
 
 #include <string>
@@ -13,12 +20,18 @@ namespace cleave::sim {
 
 using ResourceId = std::uint32_t;
 
-// What one task occupies and for how long. A transfer occupies every link direction on its route
-// at once (cut-through), a compute task its device's compute stream.
+// What one task or collective occupies and for how long. A transfer occupies every link direction
+// on its route at once (cut-through), a compute task its device's compute stream, a collective
+// every link direction its algorithm uses.
 struct TaskTiming {
   double seconds = 0;
   std::vector<ResourceId> resources;
   bool measured = false;  // compute or reduce: priced from the profile table, not the roofline
+};
+
+struct Timings {
+  std::vector<TaskTiming> tasks;        // per task; unused for members of a collective
+  std::vector<TaskTiming> collectives;  // per collective
 };
 
 struct Resource {
@@ -40,9 +53,41 @@ struct SimResult {
   std::vector<double> idle_seconds;
 };
 
-// Simulates the program. timings[i] belongs to program.tasks[i]; every task with no resource takes
-// its duration without contention.
-SimResult simulate(lower::Program const& program, std::vector<TaskTiming> const& timings,
+// Simulates the program. Every node with no resource takes its duration without contention.
+SimResult simulate(lower::Program const& program, Timings const& timings,
                    std::vector<Resource> const& resources);
+
+// The event loop behind simulate(), resumable after a prefix of a previous run (delta simulation).
+// Node ids: a task's id for a task in no collective, tasks.size() + c for collective c.
+using NodeId = std::uint32_t;
+
+// The resources' state before the `pops`-th node was taken.
+struct Checkpoint {
+  std::size_t pops = 0;
+  std::vector<double> free_at;  // per resource
+  std::vector<double> busy;     // per resource
+  double step = 0;
+};
+
+struct Run {
+  SimResult result;
+  std::vector<NodeId> order;            // nodes in the order taken
+  std::vector<double> ready;            // per node: when it became ready
+  std::vector<Checkpoint> checkpoints;  // every checkpoint_every pops, from the first
+  static constexpr std::size_t checkpoint_every = 256;
+};
+
+// Nodes taken, in this order, exactly as a previous run took them (same ready times and spans),
+// and that run's checkpoints up to their number. The loop replays them from the last checkpoint
+// and goes on from there.
+struct Prefix {
+  std::vector<NodeId> taken;
+  std::vector<double> ready;    // per taken node
+  std::vector<TaskSpan> spans;  // per taken node
+  std::vector<Checkpoint> checkpoints;
+};
+
+Run run_event_loop(lower::Program const& program, Timings const& timings,
+                   std::vector<Resource> const& resources, Prefix const& prefix = {});
 
 }  // namespace cleave::sim

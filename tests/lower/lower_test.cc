@@ -5,11 +5,13 @@
 // graph computes whole.
 #include <gtest/gtest.h>
 #include <random>
+#include <set>
 
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
 #include "ir/graph_json.h"
 #include "lower/reference_run.h"
+#include "lower/test_models.h"
 #include "models/layers.h"
 #include "models/model_zoo.h"
 #include "ops/reference_executor.h"
@@ -18,74 +20,7 @@
 namespace cleave::lower {
 namespace {
 
-using Sources = std::map<std::string, tdl::TensorData, std::less<>>;
-using Rng = std::mt19937_64;
-
-Sources random_sources(ir::Graph const& g, Rng& rng) {
-  Sources s;
-  for (auto const& t : g.tensors()) {
-    if (g.producer(t.id).valid()) continue;
-    std::vector<double> v(static_cast<std::size_t>(ir::num_elements(t.type.shape)));
-    for (auto& x : v)
-      x = ir::is_floating(t.type.dtype) ? std::uniform_real_distribution<double>(-1, 1)(rng)
-                                        : static_cast<double>(rng() % 2);
-    s.emplace(t.name, tdl::TensorData::whole(t.type.shape, std::move(v)));
-  }
-  return s;
-}
-
-plan::Plan random_plan(ir::Graph const& g, ops::OpRegistry const& r, int devices, Rng& rng) {
-  plan::Plan p = plan::single_device_plan(g, r);
-  p.num_devices = devices;
-  p.provenance.algorithm = "random";
-  for (auto const& op : g.ops()) {
-    auto bound = *r.bind(g, op.id);
-    auto& c = p.ops[op.id.value()];
-    std::int64_t pieces = 1;
-    for (std::size_t d = 0; d < bound->dims().size(); ++d) {
-      auto const& dim = bound->dims()[d];
-      if (!dim.splittable || rng() % 2) continue;
-      std::int64_t k = 2 + static_cast<std::int64_t>(rng() % 2);
-      if (k > dim.extent || pieces * k > 6) continue;
-      c.degrees[d] = k;
-      pieces *= k;
-    }
-    c.devices.resize(static_cast<std::size_t>(pieces));
-    for (auto& dev : c.devices)
-      dev = static_cast<int>(rng() % static_cast<unsigned>(devices));
-  }
-  return p;
-}
-
-ir::Graph tiny_cnn(ops::OpRegistry const& r) {
-  ops::OpBuilder b(r);
-  auto x = b.input("images", {4, 2, 5, 5});
-  models::Conv c;
-  c.out_channels = 4;
-  c.kernel_h = c.kernel_w = 3;
-  c.pad_h = c.pad_w = 1;
-  c.stride_h = c.stride_w = 2;
-  c.groups = 2;
-  auto y = models::conv2d(b, x, c, "conv");
-  y = models::batch_norm(b, y, "bn");
-  y = b.op("relu", {y}, {}, "relu");
-  y = models::max_pool(b, y, 2, 1, 0, "pool");
-  y = models::flatten(b, y, "flat");
-  models::classification_loss(b, models::linear(b, y, 3, "fc"));
-  return *b.finish();
-}
-
-ir::Graph tiny_attention(ops::OpRegistry const& r) {
-  ops::OpBuilder b(r);
-  auto tokens = b.input("tokens", {2, 4}, ir::DType::int64);
-  auto emb = b.weight("emb", {5, 4});
-  auto x = b.op("embedding", {emb, tokens}, {}, "embed");
-  auto a = models::self_attention(b, models::layer_norm(b, x, "ln"), 2, /*causal=*/true, "attn");
-  x = b.op("add", {x, a}, {}, "res");
-  auto flat = b.op("reshape", {x}, {{"shape", std::vector<std::int64_t>{8, 4}}}, "flat");
-  models::classification_loss(b, models::linear(b, flat, 3, "head"));
-  return *b.finish();
-}
+using namespace testing;
 
 void check_program(ir::Graph const& g, Program const& program, ops::OpRegistry const& r) {
   // Pieces of each op: disjoint, covering the space.
@@ -111,6 +46,30 @@ void check_program(ir::Graph const& g, Program const& program, ops::OpRegistry c
   for (TaskId id = 0; id < program.tasks.size(); ++id)
     for (TaskId dep : program.tasks[id].deps)
       EXPECT_LT(dep, id);
+  // Collectives: ascending groups of distinct devices, members that name their collective, and
+  // dependencies from outside that precede the first member (so a collective is one unit).
+  for (CollectiveId c = 0; c < program.collectives.size(); ++c) {
+    auto const& col = program.collectives[c];
+    EXPECT_GE(col.group.size(), 2u);
+    EXPECT_TRUE(std::is_sorted(col.group.begin(), col.group.end()));
+    EXPECT_EQ(std::adjacent_find(col.group.begin(), col.group.end()), col.group.end());
+    ASSERT_FALSE(col.members.empty());
+    EXPECT_TRUE(std::is_sorted(col.members.begin(), col.members.end()));
+    for (TaskId m : col.members) {
+      EXPECT_EQ(program.tasks[m].collective, c);
+      for (TaskId dep : program.tasks[m].deps)
+        if (program.tasks[dep].collective != c) {
+          EXPECT_LT(dep, col.members.front());
+        }
+    }
+  }
+  std::size_t members = 0;
+  for (auto const& t : program.tasks)
+    members += t.collective != no_collective;
+  std::size_t listed = 0;
+  for (auto const& col : program.collectives)
+    listed += col.members.size();
+  EXPECT_EQ(members, listed);
 }
 
 class Lowering : public ::testing::TestWithParam<std::string> {};
@@ -128,7 +87,7 @@ TEST_P(Lowering, RandomPlansComputeWhatTheGraphComputes) {
   Sources sources = random_sources(*g, rng);
   auto whole = ops::evaluate_graph(*g, *registry, sources);
   ASSERT_TRUE(whole.has_value()) << whole.error().to_string();
-  int transfers = 0, reduces = 0;
+  int transfers = 0, reduces = 0, collectives = 0;
   for (int trial = 0; trial < 40; ++trial) {
     int devices = 1 + trial % 4;
     plan::Plan p = random_plan(*g, *registry, devices, rng);
@@ -139,6 +98,7 @@ TEST_P(Lowering, RandomPlansComputeWhatTheGraphComputes) {
       transfers += t.kind == TaskKind::transfer;
       reduces += t.kind == TaskKind::reduce;
     }
+    collectives += static_cast<int>(program->collectives.size());
     auto run = run_reference(*g, *program, *registry, sources);
     ASSERT_TRUE(run.has_value()) << "trial " << trial << ": " << run.error().to_string();
     for (auto const& t : g->tensors()) {
@@ -153,6 +113,7 @@ TEST_P(Lowering, RandomPlansComputeWhatTheGraphComputes) {
   }
   EXPECT_GT(transfers, 0);
   EXPECT_GT(reduces, 0);
+  EXPECT_GT(collectives, 0);
 }
 
 TEST(Lowering, BaselinePlansComputeWhatTheGraphComputes) {
@@ -179,6 +140,46 @@ TEST(Lowering, BaselinePlansComputeWhatTheGraphComputes) {
         ASSERT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, std::abs(want[i])))
             << algo << " " << t.name;
     }
+  }
+}
+
+// Batch norm's statistics under data parallelism: each device's partial mean and variance are
+// reduce-scattered and then every device reads them whole, so each is one all-reduce; and the
+// program still computes what the graph computes.
+TEST(Lowering, DataParallelBatchNormStatisticsAreAllReduced) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = *autodiff::build_training_graph(tiny_cnn(*registry), *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=4");
+  search::SearchContext ctx{g, *registry, cluster, "cpu:devices=4", "", 4, 0};
+  auto p = search::make_plan("data-parallel", ctx);
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  auto program = lower(g, *p, *registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  check_program(g, *program, *registry);
+  std::set<std::string> all_reduced;
+  for (auto const& c : program->collectives)
+    if (c.kind == CollectiveKind::all_reduce) {
+      all_reduced.insert(g.tensor(c.tensor).name);
+      EXPECT_EQ(c.group, (std::vector<int>{0, 1, 2, 3}));
+    }
+  auto named = [&](std::string const& part) {
+    return std::any_of(all_reduced.begin(), all_reduced.end(),
+                       [&](std::string const& n) { return n.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(named("bn.mean")) << ::testing::PrintToString(all_reduced);
+  EXPECT_TRUE(named("bn.var")) << ::testing::PrintToString(all_reduced);
+  Rng rng(3);
+  Sources sources = random_sources(g, rng);
+  auto whole = ops::evaluate_graph(g, *registry, sources);
+  ASSERT_TRUE(whole.has_value());
+  auto run = run_reference(g, *program, *registry, sources);
+  ASSERT_TRUE(run.has_value()) << run.error().to_string();
+  for (auto const& t : g.tensors()) {
+    if (!g.producer(t.id).valid()) continue;
+    auto const& want = (*whole)[t.id.value()].values;
+    auto const& got = (*run)[t.id.value()].values;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, std::abs(want[i]))) << t.name;
   }
 }
 

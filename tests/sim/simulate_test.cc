@@ -20,7 +20,7 @@ TEST(Simulate, FifoPerResourceAndOverlap) {
   p.tasks = {task(0), task(0), task(1, {0}), task(1, {2})};
   std::vector<Resource> res = {{"d0", 0}, {"d1", 1}, {"link", -1}};
   std::vector<TaskTiming> t = {{2, {0}}, {1, {0}}, {3, {2}}, {1, {1}}};
-  auto r = simulate(p, t, res);
+  auto r = simulate(p, {t, {}}, res);
   EXPECT_DOUBLE_EQ(r.spans[0].start, 0);
   EXPECT_DOUBLE_EQ(r.spans[1].start, 2);  // FIFO behind A on device 0
   EXPECT_DOUBLE_EQ(r.spans[2].start, 2);  // the transfer starts when A ends, beside B
@@ -38,7 +38,7 @@ TEST(Simulate, TransferWaitsForEveryLinkOnItsRoute) {
   std::vector<Resource> res = {{"d0", 0}, {"l1", -1}, {"l2", -1}};
   // Two transfers share link l2; the second waits for it even though l1 is free.
   std::vector<TaskTiming> t = {{4, {2}}, {1, {1, 2}}, {1, {0}}};
-  auto r = simulate(p, t, res);
+  auto r = simulate(p, {t, {}}, res);
   EXPECT_DOUBLE_EQ(r.spans[1].start, 4);
   EXPECT_DOUBLE_EQ(r.spans[2].start, 0);
 }

@@ -45,8 +45,8 @@ int slot_by_shape(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& boun
 
 // The slot that reads or writes axis `axis` of weight w in op `id`: through an input, or through
 // the output when the op writes w's gradient (same shape); -1 if none.
-int slot_for_weight(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& bound,
-                    ir::TensorId w, int axis) {
+int slot_for_weight(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& bound, ir::TensorId w,
+                    int axis) {
   for (std::size_t i = 0; i < op.inputs.size(); ++i)
     if (op.inputs[i] == w) return slot_reading(bound, i, axis);
   if (g.tensor(op.outputs[0]).type.shape != g.tensor(w).type.shape) return -1;
@@ -59,7 +59,8 @@ int slot_for_weight(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& bo
 
 // Data parallelism, optionally with Megatron-style tensor parallelism. Each op follows the split
 // of its inputs (a model-split input first, then a batch-split one); ops with neither shard their
-// largest dimension (weight updates: ZeRO's sharded optimizer). With tensor_parallel (the
+// first dimension with a piece for every device, else the largest (weight updates: ZeRO's sharded
+// optimizer, where lower::scatter_dimension leaves the gradients). With tensor_parallel (the
 // `expert` plan for transformers and CNNs, docs/cost_model.md):
 //  - a forward linear whose input is not model-split splits its output features (column
 //    parallel) and the next linear, reading that split, its input features (row parallel: a
@@ -125,12 +126,20 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
     bool follows_input = chosen >= 0;
     auto role = g.tensor(op.outputs[0]).role;
     bool activation = role == ir::TensorRole::activation || role == ir::TensorRole::gradient;
-    if (chosen < 0) {  // shard the largest (tensor_parallel activations: the first) dimension
-      for (int d = 0; d < bound->num_parallel(); ++d)
-        if (splittable(d) && (chosen < 0 || (!(tensor_parallel && activation) &&
-                                             dims[static_cast<std::size_t>(d)].extent >
-                                                 dims[static_cast<std::size_t>(chosen)].extent)))
+    if (chosen < 0) {
+      // Shard the first dimension with a piece for every device, else the largest (where a
+      // reduce-scatter leaves a gradient's parts, lower::scatter_dimension); tensor_parallel
+      // activations: the first (the batch).
+      for (int d = 0; d < bound->num_parallel(); ++d) {
+        if (!splittable(d)) continue;
+        std::int64_t extent = dims[static_cast<std::size_t>(d)].extent;
+        if (chosen < 0 || (tensor_parallel && activation)) {
+          if (chosen < 0) chosen = d;
+        } else if (dims[static_cast<std::size_t>(chosen)].extent < n &&
+                   extent > dims[static_cast<std::size_t>(chosen)].extent) {
           chosen = d;
+        }
+      }
       follows_input = tensor_parallel && activation && chosen >= 0;
     }
     if (chosen < 0 && tensor_parallel) {  // a scalar: partial sums over its reduction

@@ -4,6 +4,7 @@
 #include <array>
 #include <tuple>
 
+#include "lower/program.h"
 #include "support/assert.h"
 
 namespace cleave::search::tofu {
@@ -168,7 +169,7 @@ std::vector<tdl::PieceInfo> const& CommModel::pieces(ir::OpId op,
 }
 
 // The lowering's placement of an op's output: pieces' regions, or for partial pieces the
-// reduce-scatter's parts (cut along the region's longest dimension, one per distinct device of
+// reduce-scatter's parts (cut along lower::scatter_dimension, one per distinct device of
 // the pieces that share the region, in piece order).
 OpLayout CommModel::layout(ir::OpId op, plan::OpConfig const& config) const {
   auto const& infos = pieces(op, config);
@@ -194,12 +195,10 @@ OpLayout CommModel::layout(ir::OpId op, plan::OpConfig const& config) const {
         targets.push_back(config.devices[k]);
     std::vector<tdl::Box> parts{*region};
     if (!region->empty()) {
-      std::size_t longest = 0;
-      for (std::size_t d = 1; d < region->size(); ++d)
-        if ((*region)[d].size() > (*region)[longest].size()) longest = d;
-      std::int64_t cuts = std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),
-                                                 (*region)[longest].size());
-      parts = tdl::split_evenly(*region, static_cast<int>(longest), cuts);
+      std::size_t cut = lower::scatter_dimension(*region, targets.size());
+      std::int64_t cuts =
+          std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()), (*region)[cut].size());
+      parts = tdl::split_evenly(*region, static_cast<int>(cut), cuts);
     }
     for (std::size_t j = 0; j < parts.size(); ++j) {
       int target = targets[j];

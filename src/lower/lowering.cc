@@ -1,0 +1,591 @@
+#include "lower/lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "support/assert.h"
+
+namespace cleave::lower {
+namespace {
+
+tdl::Box intersect(tdl::Box const& a, tdl::Box const& b) {
+  tdl::Box out(a.size());
+  for (std::size_t d = 0; d < a.size(); ++d)
+    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
+  return out;
+}
+
+bool empty(tdl::Box const& b) {
+  for (auto const& i : b)
+    if (i.empty()) return true;
+  return false;
+}
+
+std::int64_t tensor_bytes(ir::Tensor const& t, tdl::Box const& region) {
+  return tdl::box_volume(region) * ir::dtype_bytes(t.type.dtype);
+}
+
+struct BoxLess {
+  bool operator()(tdl::Box const& a, tdl::Box const& b) const { return box_less(a, b); }
+};
+
+// A transfer of a tensor part: (source device, destination device, region).
+using MoveKey = std::tuple<int, int, tdl::Box>;
+struct MoveKeyLess {
+  bool operator()(MoveKey const& a, MoveKey const& b) const {
+    if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
+    if (std::get<1>(a) != std::get<1>(b)) return std::get<1>(a) < std::get<1>(b);
+    return box_less(std::get<2>(a), std::get<2>(b));
+  }
+};
+using Moves = std::map<MoveKey, std::uint32_t, MoveKeyLess>;
+
+// A task of a part: parts are numbered ops first (part = op id), then tensors (num_ops + id).
+struct Ref {
+  std::uint32_t part = 0;
+  std::uint32_t index = 0;
+};
+
+// A full (not partial) block of a tensor on a device, and the task that wrote it (none for a
+// block held before the step).
+struct Held {
+  tdl::Box region;
+  int device = 0;
+  std::optional<Ref> task;
+};
+
+// Tasks before assembly: dependencies as references, a member's `collective` as an index into
+// the part's collectives, whose members are indices into the part's tasks.
+struct Part {
+  std::vector<Task> tasks;
+  std::vector<std::vector<Ref>> deps;  // per task; compute tasks take theirs from tensor parts
+  std::vector<Collective> collectives;
+  std::uint32_t add(Task task, std::vector<Ref> deps_of_task) {
+    tasks.push_back(std::move(task));
+    deps.push_back(std::move(deps_of_task));
+    return static_cast<std::uint32_t>(tasks.size() - 1);
+  }
+};
+
+// What one input of one consumer waits for, per piece of the consumer.
+struct Read {
+  ir::OpId op;
+  std::size_t input = 0;
+  std::vector<std::vector<Ref>> pieces;
+};
+
+struct TensorPart : Part {
+  std::vector<Read> reads;
+  std::vector<InitialBlock> initial;
+  // Set when this part's all-gather (collectives[0]) completes reduce-scatter `completes` of the
+  // producer's part: the assembly merges the two into one all-reduce.
+  std::optional<std::uint32_t> completes;
+};
+
+}  // namespace
+
+struct Lowering::State {
+  ir::Graph const& graph;
+  ops::OpRegistry const& registry;
+  plan::Plan plan;
+  std::uint32_t num_ops = 0;
+  std::vector<std::vector<tdl::PieceInfo>> pieces;  // per op
+  std::vector<std::vector<Held>> layout;            // per tensor
+  std::vector<bool> from_readers;  // sources delivered where they are read (inputs)
+  std::vector<std::optional<ir::TensorId>> places;  // per op: the source its update places
+  std::vector<Part> op_parts;
+  std::vector<TensorPart> tensor_parts;
+  std::vector<std::uint32_t> order;            // parts in assembly order
+  std::vector<TaskId> offset;                  // per part, in `program`
+  std::vector<CollectiveId> first_collective;  // per part, in `program`
+  std::vector<std::size_t> first_initial;      // per part, in `program`
+  Program program;
+  std::vector<std::optional<TaskId>> previous;
+
+  State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
+      : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
+        pieces(g.num_ops()), layout(g.num_tensors()), from_readers(g.num_tensors(), false),
+        places(g.num_ops()), op_parts(g.num_ops()), tensor_parts(g.num_tensors()) {}
+
+  Expected<std::vector<tdl::PieceInfo>> analyze(ir::OpId id, plan::OpConfig const& config) {
+    CLEAVE_TRY(auto bound, registry.bind(graph, id));
+    std::vector<tdl::PieceInfo> infos;
+    for (auto const& box : plan::piece_boxes(*bound, config)) {
+      CLEAVE_TRY(tdl::PieceInfo info, tdl::analyze_piece(*bound, box));
+      if (!info.output_exact)
+        return Error(ErrorCode::invalid_argument,
+                     "plan for op '" + graph.op(id).name + "': piece " + tdl::box_to_string(box) +
+                         " writes a non-rectangular region; split that dimension evenly with "
+                         "another degree or not at all");
+      infos.push_back(std::move(info));
+    }
+    return infos;
+  }
+
+  // The op that writes a weight's or optimizer state's next value (its update), if any.
+  std::optional<ir::OpId> update_of(ir::TensorId t) const {
+    for (ir::OpId c : graph.consumers(t)) {
+      ir::Op const& op = graph.op(c);
+      auto role = graph.tensor(op.outputs[0]).role;
+      bool update = op.forward.valid() && !op.inputs.empty() && op.inputs[0] == t &&
+                    (role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state);
+      if (update) return c;
+    }
+    return std::nullopt;
+  }
+
+  Status build() {
+    for (auto const& t : graph.tensors()) {
+      if (graph.producer(t.id).valid()) continue;
+      if (auto update = update_of(t.id))
+        places[update->value()] = t.id;
+      else
+        from_readers[t.id.value()] = true;
+    }
+    for (ir::OpId id : graph.topo_order()) {
+      CLEAVE_TRY(pieces[id.value()], analyze(id, plan.ops[id.value()]));
+      build_op_part(id);
+    }
+    for (auto const& t : graph.tensors())
+      build_tensor_part(t.id);
+    for (auto const& t : graph.tensors())
+      if (!graph.producer(t.id).valid()) order.push_back(num_ops + t.id.value());
+    for (ir::OpId id : graph.topo_order()) {
+      order.push_back(id.value());
+      order.push_back(num_ops + graph.op(id).outputs[0].value());
+    }
+    assemble(nullptr);
+    return Status::ok();
+  }
+
+  void build_op_part(ir::OpId id) {
+    ir::Op const& op = graph.op(id);
+    auto const& infos = pieces[id.value()];
+    auto const& devices = plan.ops[id.value()].devices;
+    ir::TensorId out = op.outputs[0];
+    Part part;
+    for (std::size_t k = 0; k < infos.size(); ++k) {
+      auto const& info = infos[k];
+      Task task;
+      task.kind = TaskKind::compute;
+      task.device = devices[k];
+      task.op = id;
+      task.piece = static_cast<std::uint32_t>(k);
+      task.iteration = info.iter_box;
+      task.tensor = out;
+      task.region = info.output;
+      task.partial = info.partial;
+      task.reducer = info.reducer;
+      task.flops = info.flops;
+      task.bytes = Bytes(info.bytes_read.value() + info.bytes_written.value());
+      part.add(std::move(task), {});
+    }
+    auto& held = layout[out.value()];
+    held.clear();
+    // Pieces that differ only in reduction dimensions write the same region: their partial
+    // results are combined where the group's devices are (below).
+    std::map<tdl::Box, std::vector<std::uint32_t>, BoxLess> groups;
+    std::vector<tdl::Box> group_order;
+    for (std::uint32_t k = 0; k < infos.size(); ++k) {
+      auto [it, fresh] = groups.try_emplace(infos[k].output);
+      if (fresh) group_order.push_back(infos[k].output);
+      it->second.push_back(k);
+    }
+    for (auto const& key : group_order) {
+      auto const& members = groups[key];
+      auto const& first = infos[members[0]];
+      if (!first.partial) {
+        held.push_back({first.output, devices[members[0]], Ref{id.value(), members[0]}});
+        continue;
+      }
+      reduce_scatter(id, part, members);
+    }
+    if (auto placed = places[id.value()]) {
+      auto& blocks = layout[placed->value()];
+      blocks.clear();
+      for (std::size_t k = 0; k < infos.size(); ++k)
+        blocks.push_back({infos[k].output, devices[k], std::nullopt});
+    }
+    op_parts[id.value()] = std::move(part);
+  }
+
+  // Reduce-scatter: the region is cut into one part per distinct device of the group (along
+  // scatter_dimension) and each device combines one part, so the partial results cross the links
+  // once each, as in a ring reduce-scatter, instead of converging on one device. It is recorded as
+  // a collective when it is one: at least two members, one per device, and a part per device.
+  void reduce_scatter(ir::OpId id, Part& part, std::vector<std::uint32_t> const& members) {
+    auto const& infos = pieces[id.value()];
+    auto const& devices = plan.ops[id.value()].devices;
+    ir::TensorId out = graph.op(id).outputs[0];
+    auto const& first = infos[members[0]];
+    std::vector<int> targets;
+    for (auto k : members)
+      if (std::find(targets.begin(), targets.end(), devices[k]) == targets.end())
+        targets.push_back(devices[k]);
+    std::size_t cut = scatter_dimension(first.output, targets.size());
+    std::int64_t cuts = first.output.empty()
+                            ? 1
+                            : std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),
+                                                     first.output[cut].size());
+    auto parts = first.output.empty()
+                     ? std::vector<tdl::Box>{first.output}
+                     : tdl::split_evenly(first.output, static_cast<int>(cut), cuts);
+    bool collective =
+        members.size() >= 2 && targets.size() == members.size() && parts.size() == targets.size();
+    Collective rs;
+    auto local = static_cast<CollectiveId>(part.collectives.size());
+    auto member = [&](Task& task) {
+      if (collective) task.collective = local;
+    };
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      int target = targets[j];
+      Task reduce;
+      reduce.kind = TaskKind::reduce;
+      reduce.device = target;
+      reduce.op = id;
+      reduce.tensor = out;
+      reduce.region = parts[j];
+      reduce.reducer = first.reducer;
+      std::vector<Ref> deps;
+      for (auto k : members) {
+        int dev = devices[k];
+        if (dev == target) {
+          deps.push_back({id.value(), k});
+          continue;
+        }
+        Task move;
+        move.kind = TaskKind::transfer;
+        move.device = target;
+        move.source_device = dev;
+        move.op = id;
+        move.piece = k;
+        move.tensor = out;
+        move.region = parts[j];
+        move.partial = true;
+        move.bytes = Bytes(tensor_bytes(graph.tensor(out), parts[j]));
+        member(move);
+        auto index = part.add(std::move(move), {Ref{id.value(), k}});
+        rs.members.push_back(index);
+        deps.push_back({id.value(), index});
+      }
+      reduce.flops =
+          Flops(tdl::box_volume(parts[j]) * static_cast<std::int64_t>(members.size() - 1));
+      member(reduce);
+      auto index = part.add(std::move(reduce), std::move(deps));
+      rs.members.push_back(index);
+      layout[out.value()].push_back({parts[j], target, Ref{id.value(), index}});
+    }
+    if (!collective) return;
+    rs.kind = CollectiveKind::reduce_scatter;
+    rs.group = targets;
+    std::sort(rs.group.begin(), rs.group.end());
+    rs.tensor = out;
+    rs.region = first.output;
+    rs.bytes = Bytes(tensor_bytes(graph.tensor(out), first.output));
+    part.collectives.push_back(std::move(rs));
+  }
+
+  void build_tensor_part(ir::TensorId t) {
+    TensorPart part;
+    auto self = num_ops + t.value();
+    auto const& blocks = layout[t.value()];
+    bool readers = from_readers[t.value()];
+    if (!readers && !graph.producer(t).valid())
+      for (auto const& b : blocks)
+        part.initial.push_back({t, b.region, b.device});
+    Moves delivered;  // inputs: (device, device, region) of the blocks delivered
+    Moves transfers;
+    std::vector<ir::OpId> seen;
+    for (ir::OpId c : graph.consumers(t)) {
+      if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+      seen.push_back(c);
+      ir::Op const& op = graph.op(c);
+      auto const& infos = pieces[c.value()];
+      auto const& devices = plan.ops[c.value()].devices;
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+        if (op.inputs[i] != t) continue;
+        Read read{c, i, std::vector<std::vector<Ref>>(infos.size())};
+        for (std::size_t k = 0; k < infos.size(); ++k) {
+          if (infos[k].inputs[i].empty()) continue;
+          tdl::Box const& region = infos[k].inputs[i].box;
+          int d = devices[k];
+          if (readers) {
+            if (delivered.try_emplace({d, d, region}, 0).second)
+              part.initial.push_back({t, region, d});
+            continue;
+          }
+          std::int64_t covered = 0;
+          for (auto const& b : blocks) {
+            tdl::Box piece = intersect(region, b.region);
+            if (empty(piece)) continue;
+            covered += tdl::box_volume(piece);
+            if (b.device == d) {
+              if (b.task) read.pieces[k].push_back(*b.task);
+              continue;
+            }
+            auto [it, fresh] = transfers.try_emplace(std::make_tuple(b.device, d, piece), 0);
+            if (fresh) {
+              Task move;
+              move.kind = TaskKind::transfer;
+              move.device = d;
+              move.source_device = b.device;
+              move.tensor = t;
+              move.region = piece;
+              move.bytes = Bytes(tensor_bytes(graph.tensor(t), piece));
+              std::vector<Ref> deps;
+              if (b.task) deps.push_back(*b.task);
+              it->second = part.add(std::move(move), std::move(deps));
+            }
+            read.pieces[k].push_back({self, it->second});
+          }
+          CLEAVE_ASSERT(covered == tdl::box_volume(region),
+                        "a tensor's blocks do not cover a read region");
+        }
+        part.reads.push_back(std::move(read));
+      }
+    }
+    all_gather(t, part, transfers);
+    tensor_parts[t.value()] = std::move(part);
+  }
+
+  // An all-gather: the tensor's blocks lie on distinct devices (at least two) and every one of
+  // them receives every other one's whole block. Other transfers stay point to point. When every
+  // block is a part of one reduce-scatter, the two are one all-reduce.
+  void all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers) {
+    auto const& blocks = layout[t.value()];
+    if (blocks.size() < 2) return;
+    Collective ag;
+    for (auto const& b : blocks) {
+      if (std::find(ag.group.begin(), ag.group.end(), b.device) != ag.group.end()) return;
+      ag.group.push_back(b.device);
+    }
+    for (auto const& from : blocks)
+      for (auto const& to : blocks) {
+        if (from.device == to.device) continue;
+        auto it = transfers.find(std::make_tuple(from.device, to.device, from.region));
+        if (it == transfers.end()) return;
+        ag.members.push_back(it->second);
+      }
+    std::sort(ag.group.begin(), ag.group.end());
+    std::sort(ag.members.begin(), ag.members.end());
+    for (auto m : ag.members)
+      part.tasks[m].collective = 0;
+    ag.kind = CollectiveKind::all_gather;
+    ag.tensor = t;
+    for (auto d : graph.tensor(t).type.shape)
+      ag.region.push_back({0, d});
+    ag.bytes = Bytes(tensor_bytes(graph.tensor(t), ag.region));
+    part.collectives.push_back(std::move(ag));
+    ir::OpId producer = graph.producer(t);
+    if (!producer.valid()) return;
+    auto const& op_part = op_parts[producer.value()];
+    std::optional<CollectiveId> rs;
+    for (auto const& b : blocks) {
+      if (!b.task || b.task->part != producer.value()) return;
+      Task const& writer = op_part.tasks[b.task->index];
+      if (writer.kind != TaskKind::reduce || writer.collective == no_collective) return;
+      if (rs && *rs != writer.collective) return;
+      rs = writer.collective;
+    }
+    part.completes = rs;
+  }
+
+  // Assembles `program` from the parts. With `rebuilt` (per part, after a reconfigure), the
+  // program is updated in place: parts before the first one that changed keep their tasks and
+  // ids; parts after it that did not change move their tasks along (their dependencies shifted),
+  // without copying them; and previous_ids is recorded.
+  void assemble(std::vector<bool> const* rebuilt) {
+    std::size_t parts = num_ops + graph.num_tensors();
+    // Re-emitted from the part data: rebuilt parts, ops whose inputs' parts were rebuilt (their
+    // compute tasks wait for other tasks), producers of rebuilt tensor parts (their reduce-scatter
+    // may now be, or no longer be, an all-reduce).
+    std::vector<bool> emit(parts, rebuilt == nullptr);
+    std::size_t start = rebuilt ? order.size() : 0;
+    if (rebuilt) {
+      for (std::size_t id = 0; id < parts; ++id) {
+        if (!(*rebuilt)[id]) continue;
+        emit[id] = true;
+        if (id < num_ops) continue;
+        ir::TensorId t(static_cast<std::uint32_t>(id - num_ops));
+        if (graph.producer(t).valid()) emit[graph.producer(t).value()] = true;
+        for (ir::OpId c : graph.consumers(t))
+          emit[c.value()] = true;
+      }
+      for (std::size_t pos = 0; pos < order.size(); ++pos)
+        if (emit[order[pos]]) {
+          start = pos;
+          break;
+        }
+    }
+    Program& p = program;
+    p.num_devices = plan.num_devices;
+    offset.resize(parts, 0);
+    first_collective.resize(parts, 0);
+    first_initial.resize(parts, 0);
+    bool all = start >= order.size();
+    TaskId keep = all ? static_cast<TaskId>(p.tasks.size()) : offset[order[start]];
+    if (!all) {
+      p.collectives.resize(first_collective[order[start]]);
+      p.initial.resize(first_initial[order[start]]);
+    }
+    std::vector<Task> tail(std::make_move_iterator(p.tasks.begin() + keep),
+                           std::make_move_iterator(p.tasks.end()));
+    p.tasks.resize(keep);
+    std::vector<TaskId> moved(tail.size(), 0);  // old id - keep -> new id (parts not rebuilt)
+    if (rebuilt) {
+      previous.assign(keep, std::nullopt);
+      for (TaskId i = 0; i < keep; ++i)
+        previous[i] = i;
+    }
+    auto resolve = [&](Ref r) { return offset[r.part] + r.index; };
+    for (std::size_t pos = start; pos < order.size(); ++pos) {
+      auto id = order[pos];
+      bool is_op = id < num_ops;
+      Part const& part =
+          is_op ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
+      TaskId old = offset[id];
+      offset[id] = static_cast<TaskId>(p.tasks.size());
+      first_collective[id] = static_cast<CollectiveId>(p.collectives.size());
+      first_initial[id] = p.initial.size();
+      bool kept = rebuilt && !(*rebuilt)[id];  // the same tasks as before, maybe new ids
+      if (kept)
+        for (std::size_t i = 0; i < part.tasks.size(); ++i)
+          moved[old - keep + i] = offset[id] + static_cast<TaskId>(i);
+      bool waits_changed = false;
+      if (emit[id]) {
+        for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+          Task task = part.tasks[i];
+          task.collective = no_collective;
+          for (auto r : part.deps[i])
+            task.deps.push_back(resolve(r));
+          p.tasks.push_back(std::move(task));
+        }
+        if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt, resolve);
+      } else {
+        for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+          Task task = std::move(tail[old - keep + i]);
+          task.collective = no_collective;
+          for (auto& d : task.deps)
+            if (d >= keep) d = moved[d - keep];
+          p.tasks.push_back(std::move(task));
+        }
+      }
+      if (!is_op) {
+        auto const& tp = tensor_parts[id - num_ops];
+        p.initial.insert(p.initial.end(), tp.initial.begin(), tp.initial.end());
+      }
+      add_collectives(id, part, p);
+      if (!rebuilt) continue;
+      previous.resize(p.tasks.size());
+      if (!kept) continue;
+      for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+        bool compute = is_op && i < pieces[id].size();
+        if (!(compute && waits_changed)) previous[offset[id] + i] = old + i;
+      }
+    }
+  }
+
+  // Emits a part's collectives (its tasks already in p); a tensor part's all-gather that
+  // completes its producer's reduce-scatter turns that into an all-reduce.
+  void add_collectives(std::uint32_t id, Part const& part, Program& p) {
+    bool is_op = id < num_ops;
+    for (std::size_t c = 0; c < part.collectives.size(); ++c) {
+      Collective col = part.collectives[c];
+      for (auto& m : col.members)
+        m += offset[id];
+      CollectiveId gid = static_cast<CollectiveId>(p.collectives.size());
+      if (!is_op && tensor_parts[id - num_ops].completes) {
+        auto producer = graph.producer(ir::TensorId(id - num_ops)).value();
+        gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
+        Collective& rs = p.collectives[gid];
+        rs.kind = CollectiveKind::all_reduce;
+        rs.members.insert(rs.members.end(), col.members.begin(), col.members.end());
+      } else {
+        p.collectives.push_back(std::move(col));
+      }
+      for (auto m : part.collectives[c].members)
+        p.tasks[offset[id] + m].collective = gid;
+    }
+  }
+
+  // Gives op `id`'s compute tasks (already in p) what they wait for, from the tensor parts of its
+  // inputs; returns whether one of those parts was rebuilt.
+  template <typename Resolve>
+  bool add_compute_deps(ir::OpId id, Program& p, std::vector<bool> const* rebuilt,
+                        Resolve const& resolve) {
+    ir::Op const& op = graph.op(id);
+    TaskId base = offset[id.value()];
+    bool changed = false;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      auto tp_id = num_ops + op.inputs[i].value();
+      changed = changed || (rebuilt && (*rebuilt)[tp_id]);
+      auto const& reads = tensor_parts[op.inputs[i].value()].reads;
+      auto it = std::find_if(reads.begin(), reads.end(),
+                             [&](Read const& r) { return r.op == id && r.input == i; });
+      CLEAVE_ASSERT(it != reads.end(), "a consumer's read is missing from its input's part");
+      for (std::size_t k = 0; k < it->pieces.size(); ++k)
+        for (auto r : it->pieces[k])
+          p.tasks[base + k].deps.push_back(resolve(r));
+    }
+    return changed;
+  }
+};
+
+Lowering::Lowering(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Lowering::Lowering(Lowering&&) noexcept = default;
+Lowering& Lowering::operator=(Lowering&&) noexcept = default;
+Lowering::~Lowering() = default;
+
+Expected<Lowering> Lowering::create(ir::Graph const& graph, plan::Plan plan,
+                                    ops::OpRegistry const& registry) {
+  CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
+  auto state = std::make_unique<State>(graph, std::move(plan), registry);
+  CLEAVE_CHECK_OK(state->build());
+  return Lowering(std::move(state));
+}
+
+Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
+  State& s = *state_;
+  if (id.value() >= s.num_ops)
+    return Error(ErrorCode::invalid_argument,
+                 "op " + std::to_string(id.value()) + " is not in the graph");
+  CLEAVE_TRY(auto bound, s.registry.bind(s.graph, id));
+  CLEAVE_CHECK_OK(plan::validate_op(config, s.graph.op(id), *bound, s.plan.num_devices));
+  CLEAVE_TRY(auto infos, s.analyze(id, config));
+  s.plan.ops[id.value()] = std::move(config);
+  s.plan.order.clear();
+  s.pieces[id.value()] = std::move(infos);
+  s.build_op_part(id);
+  std::vector<bool> rebuilt(s.offset.size(), false);
+  rebuilt[id.value()] = true;
+  ir::Op const& op = s.graph.op(id);
+  std::vector<ir::TensorId> touched(op.inputs.begin(), op.inputs.end());
+  touched.push_back(op.outputs[0]);
+  if (auto placed = s.places[id.value()]) touched.push_back(*placed);
+  for (auto t : touched) {
+    if (rebuilt[s.num_ops + t.value()]) continue;
+    rebuilt[s.num_ops + t.value()] = true;
+    s.build_tensor_part(t);
+  }
+  s.assemble(&rebuilt);
+  return Status::ok();
+}
+
+Program const& Lowering::program() const {
+  return state_->program;
+}
+plan::Plan const& Lowering::plan() const {
+  return state_->plan;
+}
+std::vector<std::optional<TaskId>> const& Lowering::previous_ids() const {
+  return state_->previous;
+}
+
+Expected<Program> lower(ir::Graph const& graph, plan::Plan const& plan,
+                        ops::OpRegistry const& registry) {
+  CLEAVE_TRY(Lowering lowering, Lowering::create(graph, plan, registry));
+  return std::move(lowering.state_->program);
+}
+
+}  // namespace cleave::lower

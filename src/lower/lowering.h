@@ -1,0 +1,51 @@
+// The lowering kept in parts, so that changing one op's configuration re-lowers only what the
+// change touches (delta simulation, docs/cost_model.md). The program is assembled from two kinds
+// of part, in a fixed order that does not depend on which parts were rebuilt:
+//
+// - an op part per op: its compute tasks (one per piece), and the partial transfers and reduce
+//   tasks that combine its partial results (with their reduce-scatters);
+// - a tensor part per tensor: the transfers that carry its blocks to the pieces that read it (with
+//   its all-gather), what each reading piece waits for, and the blocks held before the step.
+//
+// Order: the source tensors' parts by tensor id, then per op in topological order its op part and
+// its output's tensor part. `lower()` is a Lowering created and assembled once.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "lower/program.h"
+
+namespace cleave::lower {
+
+class Lowering {
+ public:
+  // Lowers every op of a validated plan (the plan is checked first).
+  static Expected<Lowering> create(ir::Graph const& graph, plan::Plan plan,
+                                   ops::OpRegistry const& registry);
+  Lowering(Lowering&&) noexcept;
+  Lowering& operator=(Lowering&&) noexcept;
+  ~Lowering();
+
+  // Gives `op` a new configuration and rebuilds the parts it touches: the op's own part, the parts
+  // of the tensors it reads and writes and, when the op is the update that places a weight or
+  // optimizer state, that tensor's part. Per-device orders of the plan are dropped (they list the
+  // old pieces; the lowering does not use them). On error nothing changes.
+  Status reconfigure(ir::OpId op, plan::OpConfig config);
+
+  // The program of the current plan, identical to lower(graph, plan()).
+  Program const& program() const;
+  plan::Plan const& plan() const;
+
+  // For each task of program(): the id it had in the program before the last reconfigure(), or
+  // nullopt where the task is new or waits for other tasks than before. Empty before any.
+  std::vector<std::optional<TaskId>> const& previous_ids() const;
+
+ private:
+  friend Expected<Program> lower(ir::Graph const&, plan::Plan const&, ops::OpRegistry const&);
+  struct State;
+  explicit Lowering(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cleave::lower

@@ -1,0 +1,179 @@
+#include "sim/delta.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "support/assert.h"
+
+namespace cleave::sim {
+namespace {
+
+constexpr NodeId no_node = std::numeric_limits<NodeId>::max();
+
+// What the new run needs to know about the old program once the lowering has moved on.
+struct OldProgram {
+  std::size_t tasks = 0;
+  std::vector<lower::CollectiveId> collective_of;  // per task
+  std::vector<lower::CollectiveKind> kinds;        // per collective
+  std::vector<std::size_t> sizes;                  // per collective: members
+  std::vector<lower::TaskId> first_member;         // per collective
+};
+
+OldProgram remember(lower::Program const& p) {
+  OldProgram o;
+  o.tasks = p.tasks.size();
+  o.collective_of.reserve(p.tasks.size());
+  for (auto const& t : p.tasks)
+    o.collective_of.push_back(t.collective);
+  for (auto const& c : p.collectives) {
+    o.kinds.push_back(c.kind);
+    o.sizes.push_back(c.members.size());
+    o.first_member.push_back(c.members.front());
+  }
+  return o;
+}
+
+}  // namespace
+
+DeltaSimulator::DeltaSimulator(ir::Graph const& graph, lower::Lowering lowering,
+                               cost::CostModel const& cost, std::int64_t samples_per_step)
+    : graph_(&graph), lowering_(std::move(lowering)), cost_(&cost), samples_(samples_per_step),
+      resources_(resources_of(cost.cluster())) {}
+
+Expected<DeltaSimulator> DeltaSimulator::create(ir::Graph const& graph, plan::Plan plan,
+                                                ops::OpRegistry const& registry,
+                                                cost::CostModel const& cost,
+                                                std::int64_t samples_per_step) {
+  CLEAVE_TRY(auto lowering, lower::Lowering::create(graph, std::move(plan), registry));
+  DeltaSimulator d(graph, std::move(lowering), cost, samples_per_step);
+  d.simulate_all();
+  return d;
+}
+
+void DeltaSimulator::simulate_all() {
+  auto const& program = lowering_.program();
+  costs_ = collective_costs(program, *cost_);
+  timings_ = timings_of(program, *graph_, *cost_, costs_);
+  run_ = run_event_loop(program, timings_, resources_);
+  prediction_ = summarize(*graph_, program, *cost_, costs_, timings_, run_.result, samples_);
+  work_ = {program.tasks.size(), program.tasks.size() + program.collectives.size(),
+           run_.order.size(), 0};
+}
+
+Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
+  OldProgram old = remember(lowering_.program());
+  CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
+  auto const& p = lowering_.program();
+  auto const& prev = lowering_.previous_ids();
+  std::size_t n = p.tasks.size();
+  work_ = {n, 0, 0, 0};
+
+  // Nodes that are what they were (same content, same dependencies), both ways; the others are
+  // new in the new run or gone from the old one.
+  std::vector<NodeId> old_of(n + p.collectives.size(), no_node);
+  std::vector<NodeId> new_of(old.tasks + old.kinds.size(), no_node);
+  auto old_collective = [&](lower::Collective const& c) -> lower::CollectiveId {
+    auto first = prev[c.members.front()];
+    if (!first) return lower::no_collective;
+    auto oc = old.collective_of[*first];
+    if (oc == lower::no_collective || old.kinds[oc] != c.kind || old.sizes[oc] != c.members.size())
+      return lower::no_collective;
+    for (auto m : c.members)
+      if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
+    return oc;
+  };
+  Timings timings;
+  timings.tasks.resize(n);
+  for (lower::TaskId i = 0; i < n; ++i) {
+    auto const& t = p.tasks[i];
+    if (t.collective != lower::no_collective) continue;  // members take no timing of their own
+    if (prev[i] && old.collective_of[*prev[i]] == lower::no_collective) {
+      old_of[i] = *prev[i];
+      new_of[*prev[i]] = i;
+      timings.tasks[i] = std::move(timings_.tasks[*prev[i]]);
+    } else {
+      timings.tasks[i] = timing_of(t, *graph_, *cost_);
+      ++work_.tasks_priced;
+    }
+  }
+  std::vector<cost::CollectiveCost> costs(p.collectives.size());
+  for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    auto oc = old_collective(p.collectives[c]);
+    if (oc != lower::no_collective) {
+      old_of[n + c] = static_cast<NodeId>(old.tasks + oc);
+      new_of[old.tasks + oc] = static_cast<NodeId>(n + c);
+      costs[c] = std::move(costs_[oc]);
+    } else {
+      costs[c] = cost_of(p.collectives[c], *cost_);
+      ++work_.tasks_priced;
+    }
+    timings.collectives.push_back(timing_of(costs[c], cost_->cluster().num_devices()));
+  }
+
+  // The restart time T: the old run's nodes that became ready before T are taken again exactly
+  // as before. T is at most the old ready time of every node that is gone, and at most a lower
+  // bound of the new ready time of every new node: the latest of its dependencies' lower bounds
+  // (new nodes) or old ready times (others; their old end where that is before a first bound).
+  auto old_span = [&](NodeId v) {
+    return v < old.tasks ? run_.result.spans[v]
+                         : run_.result.spans[old.first_member[v - old.tasks]];
+  };
+  auto node_of = [&](lower::TaskId t) {
+    auto c = p.tasks[t].collective;
+    return c == lower::no_collective ? static_cast<NodeId>(t) : static_cast<NodeId>(n + c);
+  };
+  double gone = std::numeric_limits<double>::infinity();
+  for (NodeId v = 0; v < new_of.size(); ++v) {
+    bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
+    if (is_node && new_of[v] == no_node) gone = std::min(gone, run_.ready[v]);
+  }
+  std::vector<double> bound(old_of.size(), 0.0);
+  auto restart = [&](double first_bound) {
+    double t = gone;
+    auto dep_bound = [&](NodeId w) {
+      if (old_of[w] == no_node) return bound[w];
+      double ready = run_.ready[old_of[w]];
+      return ready < first_bound ? old_span(old_of[w]).end : ready;
+    };
+    std::vector<bool> done(p.collectives.size(), false);
+    for (lower::TaskId i = 0; i < n; ++i) {
+      NodeId u = node_of(i);
+      if (old_of[u] != no_node) continue;
+      double b = 0;
+      if (u < n) {
+        for (auto d : p.tasks[i].deps)
+          b = std::max(b, dep_bound(node_of(d)));
+      } else {
+        if (done[u - n]) continue;
+        done[u - n] = true;
+        for (auto m : p.collectives[u - n].members)
+          for (auto d : p.tasks[m].deps)
+            if (node_of(d) != u) b = std::max(b, dep_bound(node_of(d)));
+      }
+      bound[u] = b;
+      t = std::min(t, b);
+    }
+    return t;
+  };
+  double first = restart(-std::numeric_limits<double>::infinity());
+  double at = restart(first);
+
+  Prefix prefix;
+  for (NodeId v : run_.order) {
+    if (!(run_.ready[v] < at)) break;
+    CLEAVE_ASSERT(new_of[v] != no_node, "a node taken before the restart time has changed");
+    prefix.taken.push_back(new_of[v]);
+    prefix.ready.push_back(run_.ready[v]);
+    prefix.spans.push_back(old_span(v));
+  }
+  prefix.checkpoints = std::move(run_.checkpoints);
+  work_.nodes_replayed = prefix.taken.size();
+  run_ = run_event_loop(p, timings, resources_, prefix);
+  work_.nodes = run_.order.size();
+  timings_ = std::move(timings);
+  costs_ = std::move(costs);
+  prediction_ = summarize(*graph_, p, *cost_, costs_, timings_, run_.result, samples_);
+  return prediction_;
+}
+
+}  // namespace cleave::sim

@@ -1,0 +1,55 @@
+// Delta simulation (DESIGN.md "Cost model and simulator", issue 4): after one op's configuration
+// changes, re-lower only the parts the change touches (lower::Lowering), re-price only the tasks
+// and collectives that are new, and re-run the event loop only from the point where the old run
+// could first differ; the prediction is bit for bit what lower() + predict() of the changed plan
+// give. docs/cost_model.md explains why the restart point is safe.
+#pragma once
+
+#include "lower/lowering.h"
+#include "sim/predict.h"
+
+namespace cleave::sim {
+
+class DeltaSimulator {
+ public:
+  // Lowers and simulates the plan in full once.
+  static Expected<DeltaSimulator> create(ir::Graph const& graph, plan::Plan plan,
+                                         ops::OpRegistry const& registry,
+                                         cost::CostModel const& cost,
+                                         std::int64_t samples_per_step);
+
+  // Gives `op` a new configuration and returns the new prediction. On error (an invalid
+  // configuration) nothing changes.
+  Expected<Prediction> apply(ir::OpId op, plan::OpConfig config);
+
+  Prediction const& prediction() const { return prediction_; }
+  lower::Program const& program() const { return lowering_.program(); }
+  plan::Plan const& plan() const { return lowering_.plan(); }
+
+  // What the last apply() redid.
+  struct Work {
+    std::size_t tasks = 0;           // tasks in the new program
+    std::size_t tasks_priced = 0;    // tasks and collectives priced anew
+    std::size_t nodes = 0;           // nodes the event loop took
+    std::size_t nodes_replayed = 0;  // of which replayed from the old run's prefix
+  };
+  Work const& last_work() const { return work_; }
+
+ private:
+  DeltaSimulator(ir::Graph const& graph, lower::Lowering lowering, cost::CostModel const& cost,
+                 std::int64_t samples_per_step);
+  void simulate_all();
+
+  ir::Graph const* graph_;
+  lower::Lowering lowering_;
+  cost::CostModel const* cost_;
+  std::int64_t samples_;
+  std::vector<Resource> resources_;
+  std::vector<cost::CollectiveCost> costs_;
+  Timings timings_;
+  Run run_;
+  Prediction prediction_;
+  Work work_;
+};
+
+}  // namespace cleave::sim
