@@ -140,7 +140,11 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
           chosen = d;
         }
       }
-      follows_input = tensor_parallel && activation && chosen >= 0;
+      // Its first dimension is the batch if it has the batch's extent (batch-first activations;
+      // per-channel vectors such as batch-norm statistics' gradients are not batched).
+      auto const& shape = g.tensor(op.outputs[0]).type.shape;
+      follows_input = tensor_parallel && activation && chosen == 0 && shape.size() >= 2 &&
+                      shape[0] == ctx.batch;
     }
     if (chosen < 0 && tensor_parallel) {  // a scalar: partial sums over its reduction
       for (int d = bound->num_parallel(); d < static_cast<int>(dims.size()) && chosen < 0; ++d)
@@ -156,8 +160,9 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
           axes[op.outputs[0].value()] = {static_cast<int>(k), model};
       }
     }
-    // A row-parallel partial activation is reduce-scattered onto the batch split its readers take.
-    if (tensor_parallel && activation && chosen >= bound->num_parallel() &&
+    // A row-parallel partial activation (a model split of a reduction) is reduce-scattered onto
+    // the batch split its readers take; batch partials (batch-norm statistics) are not batched.
+    if (tensor_parallel && model && activation && chosen >= bound->num_parallel() &&
         !g.tensor(op.outputs[0]).type.shape.empty())
       axes[op.outputs[0].value()] = {0, false};
     if (model) {  // weights read along the model split: the first such use decides their layout
