@@ -66,7 +66,16 @@ def rows_for(cleave, model, timeout):
 
 
 def gb(b):
-    return b / 1e9
+    """GiB; a per-device list gives its largest entry (the fullest device)."""
+    return (max(b) if isinstance(b, list) else b) / 2**30
+
+
+def over(r):
+    peak, cap = r["peak_memory_bytes"], r["memory_capacity_bytes"]
+    if not isinstance(peak, list):
+        return peak / cap
+    caps = cap if isinstance(cap, list) else [cap] * len(peak)
+    return max(p / c for p, c in zip(peak, caps))
 
 
 def main():
@@ -77,8 +86,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800)
     args = ap.parse_args()
 
-    print("| model | algorithm | samples/s | efficiency vs Ideal | peak memory / device (GB) "
-          "| fits 12 GB | comm per step (GB) | search (s) | paper |")
+    print("| model | algorithm | samples/s | efficiency vs Ideal | peak memory / device (GiB) "
+          "| fits | comm per step (GiB) | search (s) | paper |")
     print("|---|---|---|---|---|---|---|---|---|")
     summary = []
     for family, name, spec, paper in models(args.subset):
@@ -108,12 +117,11 @@ def main():
     print()
     print("Tofu's plans against memory: peak of the fullest device / capacity.")
     print()
-    print("| model | tofu samples/s | efficiency | peak GB | over capacity |")
+    print("| model | tofu samples/s | efficiency | peak GiB | over capacity |")
     print("|---|---|---|---|---|")
     for name, t in summary:
-        over = t["peak_memory_bytes"] / t["memory_capacity_bytes"]
         print(f"| {name} | {t['samples_per_s']:.1f} | {100 * t['efficiency']:.0f} % "
-              f"| {gb(t['peak_memory_bytes']):.1f} | {over:.2f}x |")
+              f"| {gb(t['peak_memory_bytes']):.1f} | {over(t):.2f}x |")
 
 
 if __name__ == "__main__":
