@@ -130,12 +130,20 @@ std::int64_t lowered_bytes(ir::Graph const& g, std::vector<plan::OpConfig> const
   return bytes;
 }
 
+// The issue asks for at least 200 graphs; the sanitizer build (tens of times slower) checks the
+// first 60 of the same sequence for memory errors only.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int optimality_graphs = 60;
+#else
+constexpr int optimality_graphs = 240;
+#endif
+
 TEST(TofuOptimality, EachStepAndTheWholePlanEqualExhaustiveSearch) {
   auto registry = ops::OpRegistry::with_builtins();
   Rng rng(2019);
   int graphs = 0, whole_checked = 0, whole_equal = 0, steps_checked = 0, nonzero = 0;
   double worst_ratio = 1;
-  while (graphs < 240) {
+  while (graphs < optimality_graphs) {
     ir::Graph g = random_graph(*registry, 1 + static_cast<int>(rng() % 8), rng);
     auto model = CommModel::create(g, *registry);
     ASSERT_TRUE(model.has_value()) << model.error().to_string();
@@ -179,8 +187,8 @@ TEST(TofuOptimality, EachStepAndTheWholePlanEqualExhaustiveSearch) {
     ++whole_checked;
     nonzero += result.comm_bytes > 0;
   }
-  EXPECT_GE(steps_checked, 300);
-  EXPECT_GE(whole_checked, 200);
+  EXPECT_GE(steps_checked, optimality_graphs * 5 / 4);
+  EXPECT_GE(whole_checked, optimality_graphs * 5 / 6);
   // The greedy sequence of exact steps is not always the best recursive plan: a cheap first cut
   // can leave later sub-problems a dearer one (docs/search_tofu.md, "Optimality"). Observed with
   // this seed: 230 of 240 equal, the worst 1.3x the best; this guards the finding.
@@ -188,7 +196,7 @@ TEST(TofuOptimality, EachStepAndTheWholePlanEqualExhaustiveSearch) {
               whole_equal, whole_checked, worst_ratio);
   EXPECT_GE(whole_equal * 10, whole_checked * 9);
   EXPECT_LE(worst_ratio, 1.5);
-  EXPECT_GE(nonzero, 50);  // the graphs are not trivially free to cut
+  EXPECT_GE(nonzero, optimality_graphs / 5);  // the graphs are not trivially free to cut
 }
 
 TEST(Tofu, WaysAreFactoredLargestFirst) {
