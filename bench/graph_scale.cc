@@ -9,6 +9,7 @@
 #include <string>
 #include <sys/resource.h>
 
+#include "bench_util.h"
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
 #include "ops/op_registry.h"
@@ -16,27 +17,7 @@
 namespace {
 
 using namespace cleave;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double peak_rss_gib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
-}
-
-[[noreturn]] void die(Error const& e) {
-  std::fprintf(stderr, "%s\n", e.to_string().c_str());
-  std::exit(1);
-}
-
-template <typename T> T must(Expected<T> v) {
-  if (!v) die(v.error());
-  return std::move(v).value();
-}
+using namespace cleave::bench;
 
 // A deep MLP: blocks of linear -> add(bias) -> gelu, each with its own weights, as a framework's
 // dataflow graph has them (3 ops and 5 tensors per block).

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "autodiff/training_graph.h"
+#include "bench_util.h"
 #include "cluster/presets.h"
 #include "models/model_zoo.h"
 #include "search/search.h"
@@ -20,26 +21,7 @@
 namespace {
 
 using namespace cleave;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-[[noreturn]] void die(Error const& e) {
-  std::fprintf(stderr, "%s\n", e.to_string().c_str());
-  std::exit(1);
-}
-
-template <typename T> T must(Expected<T> v) {
-  if (!v) die(v.error());
-  return std::move(v).value();
-}
+using namespace cleave::bench;
 
 struct Setup {
   std::unique_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();

@@ -7,14 +7,15 @@
 //   tofu_search --explain MODEL --cluster C [--algo A] [--filter TEXT]
 //     prints each forward op (whose name contains TEXT) with its cut: degree per dimension name
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <sys/resource.h>
 #include <vector>
 
 #include "autodiff/training_graph.h"
+#include "bench_util.h"
 #include "cluster/presets.h"
 #include "models/model_zoo.h"
 #include "search/search.h"
@@ -23,19 +24,7 @@ namespace {
 
 using namespace cleave;
 
-double peak_rss_gib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
-}
-
-template <typename T> T must(Expected<T> v) {
-  if (!v) {
-    std::fprintf(stderr, "%s\n", v.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(v).value();
-}
+using namespace cleave::bench;
 
 struct Case {
   std::string name, model, cluster, target;
@@ -88,7 +77,8 @@ int main(int argc, char** argv) {
   auto registry = ops::OpRegistry::with_builtins();
   auto zoo = models::ModelZoo::with_builtins();
   std::printf(
-      "| case | model | cluster | ops | median search, wall (s) | median CPU (s) | runs | peak RSS before / after "
+      "| case | model | cluster | ops | median search, wall (s) | median CPU (s) | runs | peak RSS "
+      "before / after "
       "search (GiB) | comm per step (GiB) | target |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto const& c : cases) {
     if (!only.empty() && only != c.name) continue;
@@ -107,14 +97,12 @@ int main(int argc, char** argv) {
       times.push_back(p.provenance.search_time_s);
       config = p.provenance.config;
     }
-    std::sort(times.begin(), times.end());
-    std::sort(cpu_times.begin(), cpu_times.end());
     auto at = config.find("comm_bytes=");
     double comm = at == std::string::npos ? 0 : std::atof(config.c_str() + at + 11);
     std::printf("| %s | `%s` | %s | %zu | %.2f | %.2f | %d | %.2f / %.2f | %.2f | %s |\n",
-                c.name.c_str(), c.model.c_str(), c.cluster.c_str(), g.num_ops(),
-                times[times.size() / 2], cpu_times[cpu_times.size() / 2], runs,
-                before, peak_rss_gib(), comm / (1024.0 * 1024.0 * 1024.0), c.target.c_str());
+                c.name.c_str(), c.model.c_str(), c.cluster.c_str(), g.num_ops(), median(times),
+                median(cpu_times), runs, before, peak_rss_gib(), comm / (1024.0 * 1024.0 * 1024.0),
+                c.target.c_str());
     std::fflush(stdout);
   }
 }

@@ -2,19 +2,19 @@
 
 #include <cstdio>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "ir/text_format.h"
 #include "support/file_io.h"
+#include "support/json_read.h"
 
 namespace cleave::cluster {
 namespace {
 
-using json = nlohmann::json;
 using ir::detail::append_double;
 using ir::detail::append_int;
 using ir::detail::append_quoted;
+using json_read::json;
 
 // ---- Writing. One node, device, switch or link per line keeps diffs of cluster files readable.
 
@@ -103,81 +103,16 @@ std::string to_json(Cluster const& c, bool with_meta) {
 
 // ---- Reading: a DOM is fine, cluster files are small. Every accessor names where it is.
 
-Error content_error(std::string const& where, std::string const& problem) {
-  return Error(ErrorCode::parse_error, where + ": " + problem);
-}
+using json_read::check_keys;
+using json_read::content_error;
+using json_read::get_array;
+using json_read::get_number;
+using json_read::get_string;
+using json_read::type_name;
 
-std::string type_name(json const& v) {
-  switch (v.type()) {
-  case json::value_t::null:
-    return "null";
-  case json::value_t::boolean:
-    return "a boolean";
-  case json::value_t::string:
-    return "a string";
-  case json::value_t::array:
-    return "an array";
-  case json::value_t::object:
-    return "an object";
-  default:
-    return "a number";
-  }
-}
-
-// Every required key present, no key outside required + optional.
-Status check_keys(json const& obj, std::string const& where,
-                  std::initializer_list<std::string_view> required,
-                  std::initializer_list<std::string_view> optional = {}) {
-  if (!obj.is_object()) return content_error(where, "expected an object, found " + type_name(obj));
-  for (auto const& [key, value] : obj.items()) {
-    bool known = false;
-    for (auto k : required)
-      known |= k == key;
-    for (auto k : optional)
-      known |= k == key;
-    if (known) continue;
-    std::string expected;
-    for (auto list : {required, optional})
-      for (auto k : list)
-        expected += (expected.empty() ? "" : ", ") + std::string(k);
-    return content_error(where, "unknown key '" + key + "'; expected " + expected);
-  }
-  for (auto k : required)
-    if (!obj.contains(k)) return content_error(where, "missing key '" + std::string(k) + "'");
-  return Status::ok();
-}
-
-Expected<std::string> get_string(json const& obj, std::string_view key, std::string const& where) {
-  json const& v = obj.at(key);
-  if (!v.is_string())
-    return content_error(where + ", key '" + std::string(key) + "'",
-                         "expected a string, found " + type_name(v));
-  return v.get<std::string>();
-}
-
-Expected<double> get_number(json const& obj, std::string_view key, std::string const& where) {
-  json const& v = obj.at(key);
-  if (!v.is_number())
-    return content_error(where + ", key '" + std::string(key) + "'",
-                         "expected a number, found " + type_name(v));
-  return v.get<double>();
-}
-
-Expected<std::int64_t> get_integer(json const& obj, std::string_view key,
-                                   std::string const& where) {
-  json const& v = obj.at(key);
-  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX))
-    return content_error(where + ", key '" + std::string(key) + "'",
-                         "expected an integer number of bytes, found " + type_name(v));
-  return v.get<std::int64_t>();
-}
-
-Expected<json const*> get_array(json const& root, std::string_view key) {
-  json const& v = root.at(key);
-  if (!v.is_array())
-    return content_error("top level, key '" + std::string(key) + "'",
-                         "expected an array, found " + type_name(v));
-  return &v;
+Expected<std::int64_t> get_bytes(json const& obj, std::string_view key, std::string const& where) {
+  return json_read::get_integer(obj.at(key), where + ", key '" + std::string(key) + "'",
+                                "an integer number of bytes");
 }
 
 std::string item_where(std::string_view what, std::size_t i, json const& item) {
@@ -216,7 +151,7 @@ Expected<ClusterParts> parts_from_json(json const& root) {
     CLEAVE_CHECK_OK(check_keys(n, where, {"name", "host_memory_bytes"}));
     Node node;
     CLEAVE_TRY(node.name, get_string(n, "name", where));
-    CLEAVE_TRY(std::int64_t host, get_integer(n, "host_memory_bytes", where));
+    CLEAVE_TRY(std::int64_t host, get_bytes(n, "host_memory_bytes", where));
     node.host_memory = Bytes(host);
     node_ids.emplace(node.name, NodeId(static_cast<NodeId::value_type>(i)));
     parts.nodes.push_back(std::move(node));
@@ -240,7 +175,7 @@ Expected<ClusterParts> parts_from_json(json const& root) {
     CLEAVE_TRY(dev.name, get_string(d, "name", where));
     CLEAVE_TRY(dev.kind, get_string(d, "kind", where));
     CLEAVE_TRY(dev.node, node_ref(d, where));
-    CLEAVE_TRY(std::int64_t memory, get_integer(d, "memory_bytes", where));
+    CLEAVE_TRY(std::int64_t memory, get_bytes(d, "memory_bytes", where));
     dev.memory = Bytes(memory);
     CLEAVE_TRY(double bw, get_number(d, "memory_bandwidth_bytes_per_s", where));
     dev.memory_bandwidth = BytesPerSecond(bw);

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "ir/text_format.h"
 #include "support/file_io.h"
+#include "support/json_read.h"
 
 namespace cleave::cost {
 
@@ -175,70 +175,15 @@ std::string profile_to_json(ProfileTable const& table) {
 
 namespace {
 
-using json = nlohmann::json;
+using json_read::json;
 
-Error content_error(std::string const& where, std::string const& problem) {
-  return Error(ErrorCode::parse_error, where + ": " + problem);
-}
-
-std::string type_name(json const& v) {
-  switch (v.type()) {
-  case json::value_t::null:
-    return "null";
-  case json::value_t::boolean:
-    return "a boolean";
-  case json::value_t::string:
-    return "a string";
-  case json::value_t::array:
-    return "an array";
-  case json::value_t::object:
-    return "an object";
-  default:
-    return "a number";
-  }
-}
-
-Status check_keys(json const& obj, std::string const& where,
-                  std::initializer_list<std::string_view> required,
-                  std::initializer_list<std::string_view> optional) {
-  if (!obj.is_object()) return content_error(where, "expected an object, found " + type_name(obj));
-  for (auto const& [key, value] : obj.items()) {
-    auto known = [&](std::initializer_list<std::string_view> list) {
-      return std::find(list.begin(), list.end(), key) != list.end();
-    };
-    if (known(required) || known(optional)) continue;
-    std::string expected;
-    for (auto list : {required, optional})
-      for (auto k : list)
-        expected += (expected.empty() ? "" : ", ") + std::string(k);
-    return content_error(where, "unknown key '" + key + "'; expected " + expected);
-  }
-  for (auto k : required)
-    if (!obj.contains(k)) return content_error(where, "missing key '" + std::string(k) + "'");
-  return Status::ok();
-}
-
-Expected<std::string> get_string(json const& obj, std::string_view key, std::string const& where) {
-  json const& v = obj.at(key);
-  if (!v.is_string())
-    return content_error(where + ", key '" + std::string(key) + "'",
-                         "expected a string, found " + type_name(v));
-  return v.get<std::string>();
-}
-
-Expected<double> get_number(json const& obj, std::string_view key, std::string const& where) {
-  json const& v = obj.at(key);
-  if (!v.is_number())
-    return content_error(where + ", key '" + std::string(key) + "'",
-                         "expected a number, found " + type_name(v));
-  return v.get<double>();
-}
-
-Expected<std::int64_t> get_integer(json const& v, std::string const& where) {
-  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX))
-    return content_error(where, "expected an integer, found " + type_name(v));
-  return v.get<std::int64_t>();
-}
+using json_read::check_keys;
+using json_read::content_error;
+using json_read::get_array;
+using json_read::get_integer;
+using json_read::get_number;
+using json_read::get_string;
+using json_read::type_name;
 
 Expected<ir::DType> get_dtype(json const& obj, std::string const& where) {
   CLEAVE_TRY(std::string name, get_string(obj, "dtype", where));
@@ -304,14 +249,6 @@ Expected<ProfileEntry> entry_from_json(json const& e, std::string const& where) 
     CLEAVE_TRY(entry.measurement.samples, get_integer(e["samples"], where + ", key 'samples'"));
   }
   return entry;
-}
-
-Expected<json const*> get_array(json const& root, std::string_view key) {
-  json const& v = root.at(key);
-  if (!v.is_array())
-    return content_error("top level, key '" + std::string(key) + "'",
-                         "expected an array, found " + type_name(v));
-  return &v;
 }
 
 }  // namespace

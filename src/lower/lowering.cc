@@ -9,19 +9,6 @@
 namespace cleave::lower {
 namespace {
 
-tdl::Box intersect(tdl::Box const& a, tdl::Box const& b) {
-  tdl::Box out(a.size());
-  for (std::size_t d = 0; d < a.size(); ++d)
-    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
-  return out;
-}
-
-bool empty(tdl::Box const& b) {
-  for (auto const& i : b)
-    if (i.empty()) return true;
-  return false;
-}
-
 std::int64_t tensor_bytes(ir::Tensor const& t, tdl::Box const& region) {
   return tdl::box_volume(region) * ir::dtype_bytes(t.type.dtype);
 }
@@ -317,8 +304,8 @@ struct Lowering::State {
           }
           std::int64_t covered = 0;
           for (auto const& b : blocks) {
-            tdl::Box piece = intersect(region, b.region);
-            if (empty(piece)) continue;
+            tdl::Box piece = tdl::intersect(region, b.region);
+            if (tdl::box_volume(piece) == 0) continue;
             covered += tdl::box_volume(piece);
             if (b.device == d) {
               if (b.task) read.pieces[k].push_back(*b.task);

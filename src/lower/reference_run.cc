@@ -16,13 +16,6 @@ struct Block {
   TaskId task = initial_task;  // the task that wrote it
 };
 
-tdl::Box intersect(tdl::Box const& a, tdl::Box const& b) {
-  tdl::Box out(a.size());
-  for (std::size_t d = 0; d < a.size(); ++d)
-    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
-  return out;
-}
-
 bool contains(tdl::Box const& outer, tdl::Box const& inner) {
   for (std::size_t d = 0; d < outer.size(); ++d)
     if (inner[d].lo < outer[d].lo || inner[d].hi > outer[d].hi) return false;
@@ -31,7 +24,7 @@ bool contains(tdl::Box const& outer, tdl::Box const& inner) {
 
 // Copies into `out` every element of `from` inside out.region; marks them in `covered`.
 void copy_into(tdl::TensorData& out, std::vector<bool>& covered, tdl::TensorData const& from) {
-  tdl::Box part = intersect(out.region, from.region);
+  tdl::Box part = tdl::intersect(out.region, from.region);
   for (auto const& i : part)
     if (i.empty()) return;
   tdl::TensorData piece = tdl::extract(from, part);

@@ -13,6 +13,13 @@ std::int64_t box_volume(Box const& box) {
   return v;
 }
 
+Box intersect(Box const& a, Box const& b) {
+  Box out(a.size());
+  for (std::size_t d = 0; d < a.size(); ++d)
+    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
+  return out;
+}
+
 std::string box_to_string(Box const& box) {
   if (box.empty()) return "[]";
   std::string out;

@@ -26,7 +26,9 @@ struct Interval {
 
 using Box = std::vector<Interval>;
 
-std::int64_t box_volume(Box const& box);
+std::int64_t box_volume(Box const& box);  // 0 if any interval is empty
+// a ∩ b (same rank); empty intervals where they do not overlap.
+Box intersect(Box const& a, Box const& b);
 // "[0,32)x[0,16)"; "[]" for rank 0.
 std::string box_to_string(Box const& box);
 // The whole iteration space of op.

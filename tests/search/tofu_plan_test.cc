@@ -8,7 +8,7 @@
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
 #include "lower/reference_run.h"
-#include "models/layers.h"
+#include "lower/test_models.h"
 #include "models/model_zoo.h"
 #include "ops/reference_executor.h"
 #include "search/search.h"
@@ -17,36 +17,9 @@
 namespace cleave::search::tofu {
 namespace {
 
-using Sources = std::map<std::string, tdl::TensorData, std::less<>>;
-
-Sources random_sources(ir::Graph const& g, std::mt19937_64& rng) {
-  Sources s;
-  for (auto const& t : g.tensors()) {
-    if (g.producer(t.id).valid()) continue;
-    std::vector<double> v(static_cast<std::size_t>(ir::num_elements(t.type.shape)));
-    for (auto& x : v)
-      x = ir::is_floating(t.type.dtype) ? std::uniform_real_distribution<double>(-1, 1)(rng)
-                                        : static_cast<double>(rng() % 2);
-    s.emplace(t.name, tdl::TensorData::whole(t.type.shape, std::move(v)));
-  }
-  return s;
-}
-
-ir::Graph tiny_cnn(ops::OpRegistry const& r) {
-  ops::OpBuilder b(r);
-  auto x = b.input("images", {4, 2, 6, 6});
-  models::Conv c;
-  c.out_channels = 4;
-  c.kernel_h = c.kernel_w = 3;
-  c.pad_h = c.pad_w = 1;
-  auto y = models::conv2d(b, x, c, "conv");
-  y = models::batch_norm(b, y, "bn");
-  y = b.op("relu", {y}, {}, "relu");
-  y = models::max_pool(b, y, 2, 2, 0, "pool");
-  y = models::flatten(b, y, "flat");
-  models::classification_loss(b, models::linear(b, y, 4, "fc"));
-  return *b.finish();
-}
+using lower::testing::random_sources;
+using lower::testing::Sources;
+using lower::testing::tiny_cnn;
 
 ir::Graph training(std::string const& which, ops::OpRegistry const& r) {
   auto zoo = models::ModelZoo::with_builtins();

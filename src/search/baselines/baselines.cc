@@ -130,16 +130,15 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
       // Shard the first dimension with a piece for every device, else the largest (where a
       // reduce-scatter leaves a gradient's parts, lower::scatter_dimension); tensor_parallel
       // activations: the first (the batch).
+      int first = -1, wide = -1, largest = -1;
       for (int d = 0; d < bound->num_parallel(); ++d) {
         if (!splittable(d)) continue;
         std::int64_t extent = dims[static_cast<std::size_t>(d)].extent;
-        if (chosen < 0 || (tensor_parallel && activation)) {
-          if (chosen < 0) chosen = d;
-        } else if (dims[static_cast<std::size_t>(chosen)].extent < n &&
-                   extent > dims[static_cast<std::size_t>(chosen)].extent) {
-          chosen = d;
-        }
+        if (first < 0) first = d;
+        if (wide < 0 && extent >= n) wide = d;
+        if (largest < 0 || extent > dims[static_cast<std::size_t>(largest)].extent) largest = d;
       }
+      chosen = tensor_parallel && activation ? first : wide >= 0 ? wide : largest;
       // Its first dimension is the batch if it has the batch's extent (batch-first activations;
       // per-channel vectors such as batch-norm statistics' gradients are not batched).
       auto const& shape = g.tensor(op.outputs[0]).type.shape;
