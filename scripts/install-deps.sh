@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages cleave needs to build, test and benchmark. Idempotent: installs
-# only what is missing. Later issues add packages to PACKAGES.
+# only what is missing. oneDNN is the runtime's kernels (its CMake config needs the OpenCL
+# headers); libonnx + protobuf the importer; python3-torch/torchvision/onnx export the importer's
+# test models; clang + its runtime build the importer's fuzz target (libFuzzer).
 set -euo pipefail
 
 PACKAGES=(
   g++ cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev googletest libgmock-dev libbenchmark-dev
+  libdnnl-dev ocl-icd-opencl-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  python3-onnx python3-torch python3-torchvision python3-numpy
+  clang libclang-rt-14-dev
 )
 
 missing=()
