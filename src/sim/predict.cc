@@ -1,7 +1,9 @@
 #include "sim/predict.h"
 
 #include <algorithm>
-#include <map>
+#include <array>
+#include <bit>
+#include <utility>
 
 namespace cleave::sim {
 
@@ -151,39 +153,76 @@ std::int64_t bytes_of(ir::Graph const& g, ir::TensorId t, tdl::Box const& region
 
 void add_breakdown(Prediction& p, lower::Program const& program) {
   auto devices = static_cast<std::size_t>(program.num_devices);
-  // Per device: computing, data it receives in flight, its host copies in flight.
-  std::vector<std::vector<Interval>> busy(devices), incoming(devices), swaps(devices);
+  if (devices == 0) return;
+  // Only the critical device (the one computing longest) is broken down.
+  int critical = 0;
+  for (std::size_t d = 1; d < devices; ++d)
+    if (p.device_compute_s[d] > p.device_compute_s[static_cast<std::size_t>(critical)])
+      critical = static_cast<int>(d);
+  // Its computing, the data it receives in flight, its host copies in flight.
+  std::vector<Interval> busy, incoming, swaps;
   for (std::size_t i = 0; i < program.tasks.size(); ++i) {
     auto const& t = program.tasks[i];
-    if (t.collective != lower::no_collective) continue;
+    if (t.device != critical || t.collective != lower::no_collective) continue;
     Interval span{p.sim.spans[i].start, p.sim.spans[i].end};
-    auto d = static_cast<std::size_t>(t.device);
     if (t.kind == lower::TaskKind::transfer)
-      incoming[d].push_back(span);
+      incoming.push_back(span);
     else if (is_swap(t))
-      swaps[d].push_back(span);
+      swaps.push_back(span);
     else
-      busy[d].push_back(span);
+      busy.push_back(span);
   }
   for (auto const& c : program.collectives) {
-    if (c.members.empty()) continue;
+    if (c.members.empty() || std::find(c.group.begin(), c.group.end(), critical) == c.group.end())
+      continue;
     auto span = p.sim.spans[c.members.front()];
-    for (int d : c.group)
-      incoming[static_cast<std::size_t>(d)].push_back({span.start, span.end});
+    incoming.push_back({span.start, span.end});
   }
-  if (devices == 0) return;
-  std::size_t critical = 0;
-  for (std::size_t d = 1; d < devices; ++d)
-    if (p.device_compute_s[d] > p.device_compute_s[critical]) critical = d;
   auto& b = p.breakdown;
-  b.compute_s = covered(busy[critical]);
-  auto waits = busy[critical];
-  waits.insert(waits.end(), incoming[critical].begin(), incoming[critical].end());
+  b.compute_s = covered(busy);
+  auto waits = std::move(busy);
+  waits.insert(waits.end(), incoming.begin(), incoming.end());
   double with_comm = covered(waits);
   b.exposed_comm_s = with_comm - b.compute_s;
-  waits.insert(waits.end(), swaps[critical].begin(), swaps[critical].end());
+  waits.insert(waits.end(), swaps.begin(), swaps.end());
   b.exposed_swap_s = covered(waits) - with_comm;
   b.idle_s = std::max(0.0, p.step_time_s - b.compute_s - b.exposed_comm_s - b.exposed_swap_s);
+}
+
+// A memory event: the time's bits (times are never negative, so their bits order as the times
+// do) shifted left once, with the low bit 0 for a free and 1 for an allocation, so that at equal
+// times frees go first; and the bytes, negative for a free. The order among allocations (or among
+// frees) at one time does not change the peak.
+struct MemoryEvent {
+  std::uint64_t key = 0;
+  std::int64_t bytes = 0;
+};
+
+MemoryEvent memory_event(double time, std::int64_t bytes, bool alloc) {
+  std::uint64_t bits = std::bit_cast<std::uint64_t>(std::max(time, 0.0));
+  return {(bits << 1) | (alloc ? 1U : 0U), alloc ? bytes : -bytes};
+}
+
+// Sorts by key, least significant byte first (all eight byte counts in one pass), skipping the
+// bytes all keys share. Linear, where a comparison sort of the ~100,000 events of a large program
+// dominated summarize().
+void sort_events(std::vector<MemoryEvent>& events, std::vector<MemoryEvent>& scratch) {
+  std::array<std::array<std::size_t, 256>, 8> count{};
+  for (auto const& e : events)
+    for (int b = 0; b < 8; ++b)
+      ++count[static_cast<std::size_t>(b)][(e.key >> (8 * b)) & 0xff];
+  scratch.resize(events.size());
+  for (int b = 0; b < 8; ++b) {
+    auto& c = count[static_cast<std::size_t>(b)];
+    if (std::any_of(c.begin(), c.end(), [&](std::size_t k) { return k == events.size(); }))
+      continue;
+    std::size_t sum = 0;
+    for (auto& k : c)
+      sum += std::exchange(k, sum);
+    for (auto const& e : events)
+      scratch[c[(e.key >> (8 * b)) & 0xff]++] = e;
+    events.swap(scratch);
+  }
 }
 
 // Memory over the simulated order: blocks held before the step persist; a task's output lives
@@ -194,13 +233,10 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
                 cluster::Cluster const& c) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   auto const& tasks = program.tasks;
-  // Per device, allocations and frees apart: at equal times frees go first, and the order among
-  // allocations (or among frees) at one time does not change the peak.
-  using Event = std::pair<double, std::int64_t>;
-  std::vector<std::vector<Event>> allocs(devices), frees(devices);
+  std::vector<std::vector<MemoryEvent>> events(devices);
   for (auto const& b : program.initial)
-    allocs[static_cast<std::size_t>(b.device)].push_back(
-        {0.0, bytes_of(graph, b.tensor, b.region)});
+    events[static_cast<std::size_t>(b.device)].push_back(
+        memory_event(0.0, bytes_of(graph, b.tensor, b.region), true));
   std::vector<double> last_use(tasks.size(), -1);
   std::vector<bool> swapped(tasks.size(), false);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -214,25 +250,20 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     auto const& t = tasks[i];
     std::int64_t size = bytes_of(graph, t.tensor, t.region);
-    auto d = static_cast<std::size_t>(t.device);
+    auto& on = events[static_cast<std::size_t>(t.device)];
     if (t.kind == lower::TaskKind::swap_out) {
-      frees[d].push_back({p.sim.spans[i].end, size});
+      on.push_back(memory_event(p.sim.spans[i].end, size, false));
       continue;
     }
-    allocs[d].push_back({p.sim.spans[i].start, size});
-    if (last_use[i] >= 0 && !swapped[i]) frees[d].push_back({last_use[i], size});
+    on.push_back(memory_event(p.sim.spans[i].start, size, true));
+    if (last_use[i] >= 0 && !swapped[i]) on.push_back(memory_event(last_use[i], size, false));
   }
-  auto by_time = [](Event const& x, Event const& y) { return x.first < y.first; };
+  std::vector<MemoryEvent> scratch;
   for (std::size_t d = 0; d < devices; ++d) {
-    std::sort(allocs[d].begin(), allocs[d].end(), by_time);
-    std::sort(frees[d].begin(), frees[d].end(), by_time);
+    sort_events(events[d], scratch);
     std::int64_t now = 0, peak = 0;
-    std::size_t f = 0;
-    for (auto [time, size] : allocs[d]) {
-      for (; f < frees[d].size() && frees[d][f].first <= time; ++f)
-        now -= frees[d][f].second;
-      peak = std::max(peak, now += size);
-    }
+    for (auto const& e : events[d])
+      peak = std::max(peak, now += e.bytes);
     p.peak_memory_bytes.push_back(peak);
     std::int64_t capacity = c.devices()[d].memory.value();
     p.memory_capacity_bytes.push_back(capacity);
@@ -260,7 +291,12 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
 
   // Traffic: point-to-point transfers and host copies over their routes, collectives over the
   // link directions their algorithm uses.
-  std::map<std::size_t, std::int64_t> per_channel;
+  std::vector<std::int64_t> per_channel(resources.size() - links_from, 0);
+  std::vector<bool> used(per_channel.size(), false);
+  auto add_traffic = [&](std::size_t channel, std::int64_t bytes) {
+    per_channel[channel] += bytes;
+    used[channel] = true;
+  };
   for (std::size_t i = 0; i < program.tasks.size(); ++i) {
     auto const& t = program.tasks[i];
     if (t.kind == lower::TaskKind::compute ||
@@ -271,21 +307,21 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
     if (t.kind == lower::TaskKind::transfer) p.comm_bytes += t.bytes.value();
     if (is_swap(t)) p.swap_bytes += t.bytes.value();
     if (t.collective != lower::no_collective) continue;
-    for_each_channel(t, c, [&](std::size_t channel) { per_channel[channel] += t.bytes.value(); });
+    for_each_channel(t, c, [&](std::size_t channel) { add_traffic(channel, t.bytes.value()); });
   }
   for (std::size_t i = 0; i < program.collectives.size(); ++i) {
     auto const& col = program.collectives[i];
     auto const& price = collective_costs[i];
     for (auto const& [channel, bytes] : price.channel_bytes)
-      per_channel[channel] += bytes.value();
+      add_traffic(channel, bytes.value());
     auto span = col.members.empty() ? TaskSpan{} : p.sim.spans[col.members.front()];
     p.collectives.push_back({std::string(cost::collective_kind_name(cost_kind(col.kind))),
                              std::string(cost::collective_algorithm_name(price.algorithm)),
                              graph.tensor(col.tensor).name, col.group.size(), col.bytes.value(),
                              span.start, price.time.value()});
   }
-  for (auto const& [ch, bytes] : per_channel)
-    p.link_bytes.push_back({resources[links_from + ch].name, bytes});
+  for (std::size_t ch = 0; ch < per_channel.size(); ++ch)
+    if (used[ch]) p.link_bytes.push_back({resources[links_from + ch].name, per_channel[ch]});
   add_memory(p, graph, program, c);
   return p;
 }
