@@ -29,6 +29,10 @@ std::vector<Algorithm> const& table() {
         "Tofu: every op cut over all devices, one dimension per recursive 2-way step, chosen by a "
         "DP minimising communication bytes"},
        tofu::tofu},
+      {{"tofu-ranked",
+        "Tofu's DP once per step sequence (8: 8, 4x2, 2x4, 2x2x2), the plans ranked by simulated "
+        "step time, fitting in memory first"},
+       tofu::tofu_ranked},
       {{"optcnn", "OptCNN's DP (not recursive, no output reduction): per op a k-way cut of its "
                   "parallel dimensions minimising communication bytes"},
        tofu::optcnn},

@@ -13,6 +13,7 @@
 #include "ops/reference_executor.h"
 #include "search/search.h"
 #include "search/tofu/tofu.h"
+#include "sim/predict.h"
 
 namespace cleave::search::tofu {
 namespace {
@@ -42,7 +43,7 @@ TEST_P(TofuPlans, LowerAndComputeWhatTheGraphComputes) {
   for (int devices : {2, 4}) {
     std::string spec = "cpu:devices=" + std::to_string(devices);
     auto cluster = *cluster::load_cluster(spec);
-    for (char const* algo : {"tofu", "optcnn", "allrow-greedy", "equal-chop"}) {
+    for (char const* algo : {"tofu", "tofu-ranked", "optcnn", "allrow-greedy", "equal-chop"}) {
       SearchContext ctx{g, *registry, cluster, spec, GetParam(), 4, 0};
       auto p = make_plan(algo, ctx);
       ASSERT_TRUE(p.has_value()) << algo << ": " << p.error().to_string();
@@ -82,6 +83,36 @@ TEST_P(TofuPlans, SameInputSamePlan) {
     EXPECT_EQ(a->ops[i].degrees, b->ops[i].degrees);
     EXPECT_EQ(a->ops[i].devices, b->ops[i].devices);
   }
+}
+
+// The ranked variant simulates one DP plan per step sequence, Tofu's own among them, so its plan
+// is never slower than Tofu's (both fit here), and it records what it compared.
+TEST_P(TofuPlans, RankedBySimulatedTimeIsNeverSlowerThanTofu) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::Graph g = training(GetParam(), *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=8");
+  cost::CostModel cost(cluster);
+  SearchContext ctx{g, *registry, cluster, "cpu:devices=8", GetParam(), 4, 0};
+  auto step_time = [&](plan::Plan const& p) {
+    return sim::predict(g, *lower::lower(g, p, *registry), cost, 4).step_time_s;
+  };
+  auto plain = make_plan("tofu", ctx);
+  auto ranked = make_plan("tofu-ranked", ctx);
+  auto again = make_plan("tofu-ranked", ctx);
+  ASSERT_TRUE(plain.has_value() && ranked.has_value() && again.has_value());
+  EXPECT_LE(step_time(*ranked), step_time(*plain));
+  for (char const* seq : {"8:", "4,2:", "2,4:", "2,2,2:"})
+    EXPECT_NE(ranked->provenance.config.find(seq), std::string::npos) << ranked->provenance.config;
+  for (std::size_t i = 0; i < ranked->ops.size(); ++i)
+    EXPECT_EQ(ranked->ops[i].devices, again->ops[i].devices);
+}
+
+TEST(TofuStepSequences, EveryOrderedFactorisation) {
+  using Seqs = std::vector<std::vector<std::int64_t>>;
+  EXPECT_EQ(step_sequences(8), (Seqs{{8}, {4, 2}, {2, 4}, {2, 2, 2}}));
+  EXPECT_EQ(step_sequences(6), (Seqs{{6}, {3, 2}, {2, 3}}));
+  EXPECT_EQ(step_sequences(5), (Seqs{{5}}));
+  EXPECT_EQ(step_sequences(1), (Seqs{{}}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TofuPlans, ::testing::Values("mlp", "cnn", "rnn"));

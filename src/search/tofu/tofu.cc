@@ -1,5 +1,10 @@
 #include "search/tofu/tofu.h"
 
+#include <optional>
+#include <tuple>
+
+#include "lower/program.h"
+#include "sim/predict.h"
 #include "support/assert.h"
 
 namespace cleave::search::tofu {
@@ -88,9 +93,28 @@ Candidates step_candidates(CommModel const& model, Coarsening const& coarsening,
   return c;
 }
 
+std::vector<std::vector<std::int64_t>> step_sequences(std::int64_t k) {
+  std::vector<std::vector<std::int64_t>> out;
+  if (k <= 1) return {{}};
+  for (std::int64_t first = k; first >= 2; --first) {
+    if (k % first != 0) continue;
+    for (auto rest : step_sequences(k / first)) {
+      rest.insert(rest.begin(), first);
+      out.push_back(std::move(rest));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](auto const& a, auto const& b) { return a.size() < b.size(); });
+  return out;
+}
+
 TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& options) {
   auto const& g = model.graph();
-  auto ways = factor_ways(devices);
+  auto ways = options.ways.empty() ? factor_ways(devices) : options.ways;
+  std::int64_t product = 1;
+  for (auto w : ways)
+    product *= w;
+  CLEAVE_ASSERT(product == std::max(devices, 1), "the steps' ways multiply to the device count");
   Coarsening coarsening = coarsen(model, options.coarsen);
   TofuResult out;
   out.history.assign(g.num_ops(), {});
@@ -126,20 +150,68 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
   return out;
 }
 
+namespace {
+
+std::string ways_text(TofuResult const& r) {
+  std::string steps;
+  for (auto const& s : r.steps)
+    steps += (steps.empty() ? "" : ",") + std::to_string(s.ways);
+  return steps.empty() ? std::string("1") : steps;
+}
+
+plan::Plan plan_of(SearchContext const& ctx, TofuResult r, TofuOptions const& options) {
+  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
+  p.ops = std::move(r.configs);
+  p.provenance.config = "ways=" + ways_text(r) + " comm_bytes=" + std::to_string(r.comm_bytes) +
+                        " max_table_entries=" + std::to_string(options.max_table_entries) +
+                        " max_factor_entries=" + std::to_string(options.max_factor_entries);
+  return p;
+}
+
+}  // namespace
+
 Expected<plan::Plan> tofu(SearchContext const& ctx) {
   CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
   TofuOptions options;
   TofuResult r = tofu_search(model, static_cast<int>(ctx.cluster.num_devices()), options);
-  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
-  p.ops = std::move(r.configs);
-  std::string steps;
-  for (auto const& s : r.steps)
-    steps += (steps.empty() ? "" : ",") + std::to_string(s.ways);
-  p.provenance.config = "ways=" + (steps.empty() ? std::string("1") : steps) +
-                        " comm_bytes=" + std::to_string(r.comm_bytes) +
-                        " max_table_entries=" + std::to_string(options.max_table_entries) +
-                        " max_factor_entries=" + std::to_string(options.max_factor_entries);
-  return p;
+  return plan_of(ctx, std::move(r), options);
+}
+
+Expected<plan::Plan> tofu_ranked(SearchContext const& ctx) {
+  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
+  auto devices = static_cast<std::int64_t>(ctx.cluster.num_devices());
+  cost::CostModel cost(ctx.cluster);
+  struct Ranked {
+    plan::Plan plan;
+    sim::Prediction prediction;
+    std::int64_t comm_bytes = 0;
+    std::string ways;
+  };
+  std::optional<Ranked> best;
+  std::string tried;
+  for (auto const& sequence : step_sequences(devices)) {
+    TofuOptions options;
+    options.ways = sequence;
+    TofuResult r = tofu_search(model, static_cast<int>(devices), options);
+    Ranked c{{}, {}, r.comm_bytes, ways_text(r)};
+    c.plan = plan_of(ctx, std::move(r), options);
+    c.plan.num_devices = static_cast<int>(devices);
+    CLEAVE_TRY(auto program, lower::lower(ctx.graph, c.plan, ctx.registry));
+    c.prediction = sim::predict(ctx.graph, program, cost, ctx.batch);
+    tried += (tried.empty() ? "" : ";") + c.ways + ":" + std::to_string(c.prediction.step_time_s) +
+             "s" + (c.prediction.fits ? "" : "(does not fit)");
+    auto key = [](Ranked const& x) {
+      std::int64_t peak = 0;
+      for (auto b : x.prediction.peak_memory_bytes)
+        peak = std::max(peak, b);
+      return std::make_tuple(!x.prediction.fits, x.prediction.fits ? 0 : peak,
+                             x.prediction.step_time_s, x.comm_bytes);
+    };
+    if (!best || key(c) < key(*best)) best = std::move(c);
+  }
+  CLEAVE_ASSERT(best.has_value(), "at least one step sequence");
+  best->plan.provenance.config += " ranked_by=simulated_step_time candidates=" + tried;
+  return std::move(best->plan);
 }
 
 }  // namespace cleave::search::tofu

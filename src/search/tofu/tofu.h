@@ -48,6 +48,8 @@ Candidates step_candidates(CommModel const& model, Coarsening const& coarsening,
 
 struct TofuOptions {
   CoarsenOptions coarsen;
+  // The ways of each step, their product the device count; empty: factor_ways(devices).
+  std::vector<std::int64_t> ways;
   std::int64_t max_table_entries = std::int64_t{1} << 22;   // solver (exact below)
   std::int64_t max_factor_entries = std::int64_t{1} << 16;  // per-tensor factors (exact below)
 };
@@ -71,8 +73,17 @@ struct TofuResult {
 
 TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& options = {});
 
+// Every ordered factorisation of k into factors >= 2 (8: {8}, {4,2}, {2,4}, {2,2,2}), in that
+// order (fewest steps first, then larger first steps).
+std::vector<std::vector<std::int64_t>> step_sequences(std::int64_t k);
+
 // The algorithms of the table (search.cc).
 Expected<plan::Plan> tofu(SearchContext const& ctx);
+// Tofu's DP ranked by simulated step time (issue 5's option): one DP plan per step sequence of
+// step_sequences(k), each lowered and simulated with the roofline cost model; the plan that fits
+// in memory with the least step time wins (the least peak memory where none fits), ties to fewer
+// bytes. Slower than `tofu` by about the number of sequences.
+Expected<plan::Plan> tofu_ranked(SearchContext const& ctx);
 // OptCNN's DP (ICML'18) without output reduction, not recursive: every op chooses among all ways
 // of cutting its parallel dimensions into k pieces at once.
 Expected<plan::Plan> optcnn(SearchContext const& ctx);
