@@ -1,0 +1,212 @@
+#include "runtime/calibrate.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "ops/op_builder.h"
+#include "tdl/piece.h"
+
+namespace cleave::runtime {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <typename Work> double timed_median(int repeats, Work const& work) {
+  for (int i = 0; i < 2; ++i)
+    work();  // warm-up: primitive creation, first touch of the buffers
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    work();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(std::move(seconds));
+}
+
+// One op of a one-op graph run whole through the kernel registry: what it takes per call.
+struct OneOp {
+  explicit OneOp(ir::Graph g) : graph(std::move(g)) {}
+  ir::Graph graph;
+  std::shared_ptr<tdl::BoundOp const> bound;
+  tdl::PieceInfo piece;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> output;
+  KernelCall call;
+  Kernel const* kernel = nullptr;
+};
+
+Expected<std::unique_ptr<OneOp>> one_op(ops::OpRegistry const& registry,
+                                        KernelRegistry const& kernels, std::string const& type,
+                                        std::vector<ir::Shape> const& shapes) {
+  ops::OpBuilder b(registry);
+  std::vector<ir::TensorId> in;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    in.push_back(b.input("x" + std::to_string(i), shapes[i]));
+  b.op(type, in);
+  CLEAVE_TRY(ir::Graph graph, b.finish());
+  auto o = std::make_unique<OneOp>(std::move(graph));
+  ir::OpId id(0);
+  CLEAVE_TRY(auto bound, registry.bind(o->graph, id));
+  o->bound = std::move(bound);
+  CLEAVE_TRY(o->piece, tdl::analyze_piece(*o->bound, tdl::full_box(*o->bound)));
+  o->call.graph = &o->graph;
+  o->call.op = &o->graph.op(id);
+  o->call.bound = o->bound.get();
+  o->call.piece = &o->piece;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    auto const& box = o->piece.inputs[i].box;
+    o->inputs.emplace_back(static_cast<std::size_t>(tdl::box_volume(box)), 0.5f);
+    o->call.inputs.push_back({o->inputs.back().data(), box});
+  }
+  o->output.assign(static_cast<std::size_t>(tdl::box_volume(o->piece.output)), 0.0f);
+  o->call.output = {o->output.data(), o->piece.output};
+  o->kernel = kernels.find(o->call);
+  if (!o->kernel)
+    return Error(ErrorCode::unsupported, "no runtime kernel runs '" + type +
+                                             "', which calibration measures; the kernel registry "
+                                             "lacks its built-in kernels");
+  return o;
+}
+
+Expected<double> seconds_per_call(OneOp const& o, int repeats) {
+  Status failed = Status::ok();
+  double s = timed_median(repeats, [&] {
+    if (failed) failed = o.kernel->run(o.call);
+  });
+  if (!failed) return std::move(failed).error();
+  return s;
+}
+
+struct KeyLess {
+  bool operator()(cost::ProfileKey const& a, cost::ProfileKey const& b) const {
+    return std::tie(a.op, a.attrs, a.extents, a.dtype) <
+           std::tie(b.op, b.attrs, b.extents, b.dtype);
+  }
+};
+
+}  // namespace
+
+int threads_per_device(CalibrateOptions const& options) {
+  if (options.threads_per_device > 0) return options.threads_per_device;
+  int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, options.devices));
+}
+
+Expected<MachineRates> measure_machine(KernelRegistry const& kernels,
+                                       ops::OpRegistry const& registry,
+                                       CalibrateOptions const& options) {
+  MachineRates rates;
+  rates.threads_per_device = threads_per_device(options);
+  // Measured on one thread of this process, as one device worker runs, with its thread count.
+  Expected<MachineRates> out = rates;
+  std::thread worker([&] {
+    omp_set_num_threads(rates.threads_per_device);
+    double best = 0;
+    for (std::int64_t n : {256, 512, 1024}) {
+      auto mm = one_op(registry, kernels, "matmul", {{n, n}, {n, n}});
+      if (!mm) {
+        out = std::move(mm).error();
+        return;
+      }
+      auto s = seconds_per_call(**mm, options.repeats);
+      if (!s) {
+        out = std::move(s).error();
+        return;
+      }
+      best = std::max(best, (*mm)->piece.flops.value() / *s);
+    }
+    rates.peak = FlopsPerSecond(best);
+    std::int64_t elements = std::int64_t{1} << 23;  // 32 MiB per fp32 operand: past the caches
+    auto add = one_op(registry, kernels, "add", {{elements}, {elements}});
+    auto tiny = one_op(registry, kernels, "relu", {{1}});
+    if (!add || !tiny) {
+      out = !add ? std::move(add).error() : std::move(tiny).error();
+      return;
+    }
+    auto add_s = seconds_per_call(**add, options.repeats);
+    auto tiny_s = seconds_per_call(**tiny, options.repeats * 10);
+    if (!add_s || !tiny_s) {
+      out = !add_s ? std::move(add_s).error() : std::move(tiny_s).error();
+      return;
+    }
+    double add_bytes =
+        static_cast<double>((*add)->piece.bytes_read.value() + (*add)->piece.bytes_written.value());
+    rates.memory_bandwidth = BytesPerSecond(add_bytes / *add_s);
+    rates.launch = Seconds(*tiny_s);
+    std::vector<char> from(std::size_t{1} << 26, 1), to(from.size(), 0);
+    double copy_s =
+        timed_median(options.repeats, [&] { std::memcpy(to.data(), from.data(), from.size()); });
+    rates.copy_bandwidth = BytesPerSecond(static_cast<double>(from.size()) / copy_s);
+    out = rates;
+  });
+  worker.join();
+  return out;
+}
+
+std::string calibrated_cluster_spec(MachineRates const& rates, int devices) {
+  auto rounded = [](double v, double unit) { return std::to_string(std::llround(v / unit)); };
+  return "cpu:devices=" + std::to_string(devices) + ",peak=" + rounded(rates.peak.value(), 1e6) +
+         "MFLOP/s" + ",memory_bandwidth=" + rounded(rates.memory_bandwidth.value(), 1e6) + "MB/s" +
+         ",link=" + rounded(rates.copy_bandwidth.value(), 1e6) + "MB/s";
+}
+
+Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> const& measured,
+                        MachineRates const& rates, std::string const& device_kind) {
+  std::map<std::string, std::vector<double>> efficiencies;  // by op type
+  for (auto const& m : measured) {
+    auto const& tasks = m.program->tasks;
+    // Per distinct key, every measured duration of every piece with it.
+    std::map<cost::ProfileKey, std::pair<std::vector<double>, double>, KeyLess> pieces;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      auto const& t = tasks[i];
+      if (t.kind != lower::TaskKind::compute && t.kind != lower::TaskKind::reduce) continue;
+      auto const& op = m.graph->op(t.op);
+      cost::ProfileKey key;
+      key.dtype = m.graph->tensor(t.tensor).type.dtype;
+      key.device_kind = device_kind;
+      tdl::Box const& box = t.kind == lower::TaskKind::reduce ? t.region : t.iteration;
+      for (auto const& interval : box)
+        key.extents.push_back(interval.size());
+      if (t.kind == lower::TaskKind::reduce) {
+        key.op = "reduce";
+        ir::Attrs members;
+        members.set("members", static_cast<std::int64_t>(t.deps.size()));
+        key.attrs = members.to_string();
+      } else {
+        key.op = op.type;
+        key.attrs = op.attrs.to_string();
+      }
+      auto& [seconds, flops] = pieces[key];
+      flops = t.flops.value();
+      for (auto const& step : m.task_seconds)
+        seconds.push_back(step.at(i));
+    }
+    for (auto& [key, data] : pieces) {
+      double s = median(data.first);
+      if (!(s > 0)) s = 1e-9;  // below the clock's resolution
+      if (table.find(key.view())) continue;
+      if (key.op != "reduce" && data.second > 0 && rates.peak.value() > 0)
+        efficiencies[key.op].push_back(data.second / (rates.peak.value() * s));
+      CLEAVE_CHECK_OK(table.add({key, {Seconds(s), static_cast<std::int64_t>(data.first.size())}}));
+    }
+  }
+  cost::DeviceCalibration calibration;
+  for (auto& [op, e] : efficiencies)
+    calibration.efficiency[op] = std::clamp(median(e), 1e-6, 1.0);
+  calibration.memory_efficiency = 1.0;  // the cluster's memory bandwidth is the measured one
+  calibration.launch = rates.launch;
+  return table.add_calibration(device_kind, std::move(calibration));
+}
+
+}  // namespace cleave::runtime

@@ -1,0 +1,59 @@
+// `cleave calibrate` (issue 6): measures this machine's CPU cores as cleave devices and writes
+// what the cost model needs to predict them: the rates of the `cpu` cluster preset (peak FLOP/s
+// from the runtime's matmul kernel, memory bandwidth from a streaming element-wise kernel, copy
+// bandwidth between two devices' buffers, the launch overhead of a kernel), and a
+// `cleave.profile/1` table: one exact entry per distinct piece the runtime ran in measured steps
+// of the given plans (FlexFlow's measure-each-configuration-once), and per op type the
+// efficiency those pieces reached (for pieces the table does not hold).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cost/profile_table.h"
+#include "lower/program.h"
+#include "ops/op_registry.h"
+#include "runtime/kernels/kernel.h"
+#include "support/units.h"
+
+namespace cleave::runtime {
+
+struct CalibrateOptions {
+  int devices = 2;
+  int threads_per_device = 0;  // OpenMP threads per device; 0: max(1, cores / devices)
+  int repeats = 7;             // timed calls per micro-benchmark, after warm-up calls
+};
+
+struct MachineRates {
+  FlopsPerSecond peak{0};              // fp32 matmul, the best of a few sizes
+  BytesPerSecond memory_bandwidth{0};  // element-wise add: bytes read and written per second
+  BytesPerSecond copy_bandwidth{0};    // a copy between two buffers (what a transfer does)
+  Seconds launch{0};                   // an element-wise kernel on one element
+  int threads_per_device = 1;
+};
+
+int threads_per_device(CalibrateOptions const& options);
+
+// Runs the micro-benchmarks with the kernels of `kernels` (each on `threads_per_device` threads).
+Expected<MachineRates> measure_machine(KernelRegistry const& kernels,
+                                       ops::OpRegistry const& registry,
+                                       CalibrateOptions const& options);
+
+// The `cpu` preset with the measured rates: "cpu:devices=2,peak=87.1GFLOP/s,...".
+std::string calibrated_cluster_spec(MachineRates const& rates, int devices);
+
+// Durations of one program's tasks over several measured steps (seconds, per step per task).
+struct MeasuredSteps {
+  ir::Graph const* graph = nullptr;
+  lower::Program const* program = nullptr;
+  std::vector<std::vector<double>> task_seconds;  // [step][task]
+};
+
+// Adds an exact entry per distinct compute and reduce piece of the programs (the median of its
+// measured durations; a piece already present keeps its first measurement), and the device
+// kind's calibration: per op type, the median efficiency flops / (peak * seconds) of its
+// entries, clamped to (0, 1], and the launch overhead.
+Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> const& measured,
+                        MachineRates const& rates, std::string const& device_kind);
+
+}  // namespace cleave::runtime
