@@ -12,6 +12,10 @@
 // Groups: a piece inside one group is a plain convolution on its channels; a piece of several
 // whole groups is a grouped one; anything else (several groups, part of each) is left to the
 // interpreter.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
 #include <optional>
 
 #include "runtime/kernels/onednn_kernels.h"
@@ -176,9 +180,82 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
   return c;
 }
 
-struct ConvEntry {
+// One way to run a convolution: the primitive on the blocks' plain layouts, or on the layouts it
+// prefers (blocked), converted through staging buffers.
+struct ConvVariant {
   dnnl::primitive primitive;
-  dnnl::memory::desc src, weights, dst, scratch;
+  detail::Staged src, weights, dst;  // src/diff_src, weights/diff_weights, dst/diff_dst
+  dnnl::memory::desc scratch;
+};
+
+ConvVariant make_variant(ConvShape const& c, bool blocked) {
+  using Tag = dnnl::memory::format_tag;
+  using DT = dnnl::memory::data_type;
+  dnnl::memory::dims sdims = {c.n, c.ic, c.ih, c.iw}, ddims = {c.n, c.oc, c.oh, c.ow};
+  dnnl::memory::dims wdims = {c.oc, c.ic, c.kh, c.kw};
+  Tag wtag = Tag::oihw;
+  if (c.groups > 1) {
+    wdims = {c.groups, c.oc / c.groups, c.ic / c.groups, c.kh, c.kw};
+    wtag = Tag::goihw;
+  }
+  dnnl::memory::desc src(sdims, DT::f32, Tag::nchw), dst(ddims, DT::f32, Tag::nchw);
+  dnnl::memory::desc weights(wdims, DT::f32, wtag);
+  dnnl::memory::desc src_p = src, dst_p = dst, weights_p = weights;
+  if (blocked) {
+    src_p = dnnl::memory::desc(sdims, DT::f32, Tag::any);
+    dst_p = dnnl::memory::desc(ddims, DT::f32, Tag::any);
+    weights_p = dnnl::memory::desc(wdims, DT::f32, Tag::any);
+  }
+  auto algo = dnnl::algorithm::convolution_direct;
+  auto const& eng = detail::cpu_engine();
+  auto attr = detail::default_attr();
+  Prop prop = c.direction == Direction::forward ? Prop::forward_inference : Prop::forward_training;
+  dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(prop, algo, src_p, weights_p, dst_p, c.strides, c.dilates,
+                                      c.pad_l, c.pad_r),
+      attr, eng);
+  ConvVariant v;
+  if (c.direction == Direction::forward) {
+    v.scratch = fwd.scratchpad_desc();
+    v.primitive = dnnl::convolution_forward(fwd);
+    v.src = detail::make_staged(src, fwd.src_desc(), true);
+    v.weights = detail::make_staged(weights, fwd.weights_desc(), true);
+    v.dst = detail::make_staged(dst, fwd.dst_desc(), false);
+  } else if (c.direction == Direction::backward_data) {
+    dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(algo, src_p, weights_p, dst_p, c.strides, c.dilates,
+                                              c.pad_l, c.pad_r),
+        attr, eng, fwd);
+    v.scratch = pd.scratchpad_desc();
+    v.primitive = dnnl::convolution_backward_data(pd);
+    v.src = detail::make_staged(src, pd.diff_src_desc(), false);
+    v.weights = detail::make_staged(weights, pd.weights_desc(), true);
+    v.dst = detail::make_staged(dst, pd.diff_dst_desc(), true);
+  } else {
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(algo, src_p, weights_p, dst_p, c.strides,
+                                                 c.dilates, c.pad_l, c.pad_r),
+        attr, eng, fwd);
+    v.scratch = pd.scratchpad_desc();
+    v.primitive = dnnl::convolution_backward_weights(pd);
+    v.src = detail::make_staged(src, pd.src_desc(), true);
+    v.weights = detail::make_staged(weights, pd.diff_weights_desc(), false);
+    v.dst = detail::make_staged(dst, pd.diff_dst_desc(), true);
+  }
+  return v;
+}
+
+// The variants of one convolution and which one runs. Which is faster (a slower kernel on plain
+// layouts, or oneDNN's blocked kernel plus the reorders) depends on the shape, the direction and
+// the threads, and oneDNN cannot tell; so the first calls alternate between them, timed, and the
+// faster one runs from then on.
+struct ConvEntry {
+  static constexpr int trials = 4;    // calls timed, alternating
+  std::vector<ConvVariant> variants;  // plain first; blocked when oneDNN prefers other layouts
+  mutable std::mutex mutex;
+  mutable int started = 0;
+  mutable double best[2] = {INFINITY, INFINITY};
+  mutable std::atomic<int> chosen{-1};
 };
 
 class ConvKernel final : public Kernel {
@@ -195,32 +272,52 @@ class ConvKernel final : public Kernel {
     std::shared_ptr<ConvEntry const> e = c ? entry(*c) : nullptr;
     if (!e) return Error(ErrorCode::unsupported, "onednn_conv: not a convolution piece it handles");
     CLEAVE_CHECK_OK(detail::check_data(name(), call));
+    int v = e->chosen.load(std::memory_order_acquire);
+    bool timed = false;
+    if (v < 0) {
+      std::lock_guard lock(e->mutex);
+      v = e->chosen.load();
+      if (v < 0) {
+        v = e->started++ % 2;
+        timed = true;
+      }
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = run_variant(call, *c, e->variants[static_cast<std::size_t>(v)]);
+    if (timed && s.is_ok()) {
+      double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard lock(e->mutex);
+      e->best[v] = std::min(e->best[v], t);
+      if (e->started >= ConvEntry::trials && e->chosen.load() < 0)
+        e->chosen.store(e->best[1] < e->best[0] ? 1 : 0, std::memory_order_release);
+    }
+    return s;
+  }
+
+ private:
+  Status run_variant(KernelCall const& call, ConvShape const& c, ConvVariant const& e) const {
     auto data = [&](int input) {
       return input < 0 ? static_cast<float const*>(call.output.data)
                        : call.inputs[static_cast<std::size_t>(input)].data;
     };
-    using detail::wrap;
-    switch (c->direction) {
-    case Direction::forward:
-      return detail::execute(name(), e->primitive, e->scratch,
-                             {{DNNL_ARG_SRC, wrap(e->src, data(c->src))},
-                              {DNNL_ARG_WEIGHTS, wrap(e->weights, data(c->weights))},
-                              {DNNL_ARG_DST, wrap(e->dst, data(c->dst))}});
-    case Direction::backward_data:
-      return detail::execute(name(), e->primitive, e->scratch,
-                             {{DNNL_ARG_DIFF_SRC, wrap(e->src, data(c->src))},
-                              {DNNL_ARG_WEIGHTS, wrap(e->weights, data(c->weights))},
-                              {DNNL_ARG_DIFF_DST, wrap(e->dst, data(c->dst))}});
-    case Direction::backward_weights:
-      return detail::execute(name(), e->primitive, e->scratch,
-                             {{DNNL_ARG_SRC, wrap(e->src, data(c->src))},
-                              {DNNL_ARG_DIFF_WEIGHTS, wrap(e->weights, data(c->weights))},
-                              {DNNL_ARG_DIFF_DST, wrap(e->dst, data(c->dst))}});
-    }
-    return Status::ok();
+    // Which of the three is the call's output.
+    Direction d = c.direction;
+    bool src_in = d != Direction::backward_data, weights_in = d != Direction::backward_weights;
+    bool dst_in = d != Direction::forward;
+    CLEAVE_TRY(dnnl::memory src, detail::stage_in(name(), e.src, data(c.src), 0, src_in));
+    CLEAVE_TRY(dnnl::memory weights,
+               detail::stage_in(name(), e.weights, data(c.weights), 1, weights_in));
+    CLEAVE_TRY(dnnl::memory dst, detail::stage_in(name(), e.dst, data(c.dst), 2, dst_in));
+    int src_arg = d == Direction::backward_data ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
+    int weights_arg = d == Direction::backward_weights ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
+    int dst_arg = d == Direction::forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
+    CLEAVE_CHECK_OK(detail::execute(name(), e.primitive, e.scratch,
+                                    {{src_arg, src}, {weights_arg, weights}, {dst_arg, dst}}));
+    if (!src_in) return detail::stage_out(name(), e.src, src, call.output.data);
+    if (!weights_in) return detail::stage_out(name(), e.weights, weights, call.output.data);
+    return detail::stage_out(name(), e.dst, dst, call.output.data);
   }
 
- private:
   std::shared_ptr<ConvEntry const> entry(ConvShape const& c) const {
     std::string key =
         detail::make_key("conv", {{static_cast<std::int64_t>(c.direction), c.n, c.ic, c.oc,
@@ -230,40 +327,13 @@ class ConvKernel final : public Kernel {
                                   c.pad_l,
                                   c.pad_r});
     return cache_.get(key, [&] {
-      using Tag = dnnl::memory::format_tag;
-      using DT = dnnl::memory::data_type;
       auto e = std::make_shared<ConvEntry>();
-      e->src = dnnl::memory::desc({c.n, c.ic, c.ih, c.iw}, DT::f32, Tag::nchw);
-      e->dst = dnnl::memory::desc({c.n, c.oc, c.oh, c.ow}, DT::f32, Tag::nchw);
-      e->weights =
-          c.groups == 1
-              ? dnnl::memory::desc({c.oc, c.ic, c.kh, c.kw}, DT::f32, Tag::oihw)
-              : dnnl::memory::desc({c.groups, c.oc / c.groups, c.ic / c.groups, c.kh, c.kw},
-                                   DT::f32, Tag::goihw);
-      auto algo = dnnl::algorithm::convolution_direct;
-      auto const& eng = detail::cpu_engine();
-      auto attr = detail::default_attr();
-      Prop prop =
-          c.direction == Direction::forward ? Prop::forward_inference : Prop::forward_training;
-      dnnl::convolution_forward::desc fwd(prop, algo, e->src, e->weights, e->dst, c.strides,
-                                          c.dilates, c.pad_l, c.pad_r);
-      dnnl::convolution_forward::primitive_desc fwd_pd(fwd, attr, eng);
-      if (c.direction == Direction::forward) {
-        e->scratch = fwd_pd.scratchpad_desc();
-        e->primitive = dnnl::convolution_forward(fwd_pd);
-      } else if (c.direction == Direction::backward_data) {
-        dnnl::convolution_backward_data::desc bwd(algo, e->src, e->weights, e->dst, c.strides,
-                                                  c.dilates, c.pad_l, c.pad_r);
-        dnnl::convolution_backward_data::primitive_desc pd(bwd, attr, eng, fwd_pd);
-        e->scratch = pd.scratchpad_desc();
-        e->primitive = dnnl::convolution_backward_data(pd);
-      } else {
-        dnnl::convolution_backward_weights::desc bwd(algo, e->src, e->weights, e->dst, c.strides,
-                                                     c.dilates, c.pad_l, c.pad_r);
-        dnnl::convolution_backward_weights::primitive_desc pd(bwd, attr, eng, fwd_pd);
-        e->scratch = pd.scratchpad_desc();
-        e->primitive = dnnl::convolution_backward_weights(pd);
-      }
+      e->variants.push_back(make_variant(c, /*blocked=*/false));
+      ConvVariant blocked = make_variant(c, /*blocked=*/true);
+      if (blocked.src.staged() || blocked.weights.staged() || blocked.dst.staged())
+        e->variants.push_back(std::move(blocked));
+      else
+        e->chosen = 0;
       return std::shared_ptr<ConvEntry const>(std::move(e));
     });
   }

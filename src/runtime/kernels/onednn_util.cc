@@ -20,14 +20,49 @@ dnnl::primitive_attr default_attr() {
   return attr;
 }
 
-dnnl::memory scratchpad(dnnl::memory::desc const& desc) {
-  // 64-byte aligned, grown as needed, reused by every call on this thread.
-  thread_local std::vector<std::byte> buffer;
-  std::size_t need = desc.get_size() + 64;
+void* thread_buffer(int slot, std::size_t bytes) {
+  // Grown as needed, reused by every call on this thread.
+  thread_local std::vector<std::byte> buffers[5];
+  auto& buffer = buffers[slot];
+  std::size_t need = bytes + 64;
   if (buffer.size() < need) buffer.resize(need);
   auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
-  void* aligned = buffer.data() + ((64 - address % 64) % 64);
-  return dnnl::memory(desc, cpu_engine(), aligned);
+  return buffer.data() + ((64 - address % 64) % 64);
+}
+
+dnnl::memory scratchpad(dnnl::memory::desc const& desc) {
+  return dnnl::memory(desc, cpu_engine(), thread_buffer(4, desc.get_size()));
+}
+
+Staged make_staged(dnnl::memory::desc const& plain, dnnl::memory::desc const& inner, bool input) {
+  Staged s{plain, inner, {}, {}};
+  if (!s.staged()) return s;
+  auto const& eng = cpu_engine();
+  dnnl::reorder::primitive_desc pd =
+      input ? dnnl::reorder::primitive_desc(eng, plain, eng, inner, default_attr())
+            : dnnl::reorder::primitive_desc(eng, inner, eng, plain, default_attr());
+  s.reorder_scratch = pd.scratchpad_desc();
+  s.reorder = dnnl::reorder(pd);
+  return s;
+}
+
+Expected<dnnl::memory> stage_in(std::string_view kernel, Staged const& s, float const* data,
+                                int slot, bool input) {
+  dnnl::memory block = wrap(s.plain, data);
+  if (!s.staged()) return block;
+  dnnl::memory inner(s.inner, cpu_engine(), thread_buffer(slot, s.inner.get_size()));
+  if (input) {
+    Status st = execute(kernel, s.reorder, s.reorder_scratch,
+                        {{DNNL_ARG_FROM, block}, {DNNL_ARG_TO, inner}});
+    if (!st.is_ok()) return st.error();
+  }
+  return inner;
+}
+
+Status stage_out(std::string_view kernel, Staged const& s, dnnl::memory const& inner, float* data) {
+  if (!s.staged()) return Status::ok();
+  return execute(kernel, s.reorder, s.reorder_scratch,
+                 {{DNNL_ARG_FROM, inner}, {DNNL_ARG_TO, wrap(s.plain, data)}});
 }
 
 Dims box_sizes(tdl::Box const& box) {

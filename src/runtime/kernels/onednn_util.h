@@ -27,6 +27,30 @@ dnnl::primitive_attr default_attr();
 // A scratchpad buffer of at least desc's size, owned by the calling thread.
 dnnl::memory scratchpad(dnnl::memory::desc const& desc);
 
+// A 64-byte aligned buffer of at least `bytes`, owned by the calling thread; `slot` (0..3) tells
+// apart buffers one call needs at once.
+void* thread_buffer(int slot, std::size_t bytes);
+
+// A tensor a primitive wants in its own (blocked) layout while the call's block is plain: the
+// primitive was created with format `any`, and a reorder converts through a per-thread staging
+// buffer (plain -> inner before the primitive for inputs, inner -> plain after it for outputs).
+// When oneDNN picks the plain layout itself, nothing is staged.
+struct Staged {
+  dnnl::memory::desc plain, inner;
+  dnnl::reorder reorder;
+  dnnl::memory::desc reorder_scratch;
+
+  bool staged() const { return plain != inner; }
+};
+Staged make_staged(dnnl::memory::desc const& plain, dnnl::memory::desc const& inner, bool input);
+
+// The memory the primitive reads or writes for `data` (the call's block): the block itself, or the
+// staging buffer `slot`, filled from the block first when the tensor is an input.
+Expected<dnnl::memory> stage_in(std::string_view kernel, Staged const& s, float const* data,
+                                int slot, bool input);
+// For an output that was staged: writes the staging memory back into the block.
+Status stage_out(std::string_view kernel, Staged const& s, dnnl::memory const& inner, float* data);
+
 // A memory object over caller-owned data (no copy). oneDNN never writes inputs: the const_cast
 // only satisfies its API.
 inline dnnl::memory wrap(dnnl::memory::desc const& desc, float const* data) {
