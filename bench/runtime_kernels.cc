@@ -29,11 +29,11 @@ int reps = 10;
 using Run = std::function<void()>;
 
 // Medians in ms of each run, timed in turns (a, b, c, a, b, c, ...) so that the load of a shared
-// machine drifts over all of them alike. Five warm-up calls each: primitive creation, first touch,
-// and the conv kernel's timed choice of layouts (its first four calls).
+// machine drifts over all of them alike. Seven warm-up calls each: primitive creation, first touch,
+// and the conv kernel's timed choice of layouts (its first six calls).
 std::vector<double> median_ms(std::vector<Run> const& runs) {
   for (auto const& r : runs)
-    for (int w = 0; w < 5; ++w)
+    for (int w = 0; w < 7; ++w)
       r();
   std::vector<std::vector<double>> t(runs.size());
   for (int rep = 0; rep < reps; ++rep)
@@ -187,8 +187,9 @@ int main(int argc, char** argv) {
   auto registry = ops::OpRegistry::with_builtins();
   auto kernels = runtime::KernelRegistry::with_builtins();
   Bare bare;
-  std::printf("OpenMP threads: %d; %d timed runs in turns after 5 warm-up calls, medians in ms.\n\n",
-              omp_get_max_threads(), reps);
+  std::printf(
+      "OpenMP threads: %d; %d timed runs in turns after 7 warm-up calls, medians in ms.\n\n",
+      omp_get_max_threads(), reps);
   std::printf("| op | shape | cleave kernel | GFLOP | cleave ms | cleave GFLOP/s | oneDNN plain ms "
               "| ratio (plain/cleave) | oneDNN blocked ms | ratio (blocked/cleave) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
