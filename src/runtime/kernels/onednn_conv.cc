@@ -250,7 +250,7 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
 // the threads, and oneDNN cannot tell; so the first calls alternate between them, timed, and the
 // faster one runs from then on.
 struct ConvEntry {
-  static constexpr int trials = 4;    // calls timed, alternating
+  static constexpr int trials = 6;    // calls timed, alternating: the best of 3 of each
   std::vector<ConvVariant> variants;  // plain first; blocked when oneDNN prefers other layouts
   mutable std::mutex mutex;
   mutable int started = 0;
