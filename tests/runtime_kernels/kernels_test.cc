@@ -39,6 +39,11 @@ std::map<std::string, std::string> const expected_kernels = {
     {"softmax", "onednn_softmax"},
     {"softmax_grad", "onednn_softmax"},
     {"layer_norm", "onednn_layer_norm"},
+    {"layer_norm_grad_input", "loop_rows"},
+    {"layer_norm_grad_gamma", "loop_rows"},
+    {"cross_entropy", "loop_rows"},
+    {"cross_entropy_grad", "loop_rows"},
+    {"embedding_grad", "loop_embedding_grad"},
 };
 
 struct Coverage {
