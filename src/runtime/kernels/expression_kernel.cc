@@ -423,7 +423,10 @@ class ExpressionKernel final : public Kernel {
   }
 
   Status run(KernelCall const& call) const override {
-    if (!handles(call))
+    if (call.bound == nullptr || call.piece == nullptr || !call.piece->output_exact)
+      return Error(ErrorCode::unsupported, "loop_expression: not a piece it handles");
+    Evaluator e(call);
+    if (!e.compile())
       return Error(ErrorCode::unsupported, "loop_expression: the statement has nested reductions");
     if (call.output.data == nullptr)
       return Error(ErrorCode::invalid_argument, "loop_expression: the output has no data");
@@ -431,8 +434,6 @@ class ExpressionKernel final : public Kernel {
       if (call.inputs[i].data == nullptr && !call.piece->inputs[i].empty())
         return Error(ErrorCode::invalid_argument,
                      "loop_expression: input " + std::to_string(i) + " has no data");
-    Evaluator e(call);
-    e.compile();
     e.run(call.output.data);
     return Status::ok();
   }

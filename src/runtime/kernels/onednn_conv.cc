@@ -67,6 +67,7 @@ std::optional<std::int64_t> piece_groups(std::int64_t groups, tdl::Interval out,
 }
 
 std::optional<ConvShape> analyze(KernelCall const& call) {
+  if (call.op == nullptr) return std::nullopt;
   auto const& type = call.op->type;
   Direction dir;
   if (type == "conv2d")
@@ -77,7 +78,8 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     dir = Direction::backward_weights;
   else
     return std::nullopt;
-  if (call.piece == nullptr || call.inputs.size() != 2 || call.piece->inputs.size() != 2)
+  if (call.piece == nullptr || call.graph == nullptr || call.bound == nullptr ||
+      call.inputs.size() != 2 || call.piece->inputs.size() != 2)
     return std::nullopt;
   for (auto const& r : call.piece->inputs)
     if (r.empty() || r.box.size() != 4) return std::nullopt;

@@ -58,6 +58,7 @@ class EltwiseKernel final : public Kernel {
 
  private:
   std::shared_ptr<SimpleEntry const> entry(KernelCall const& call) const {
+    if (call.op == nullptr) return nullptr;
     auto algorithm = eltwise_algorithm(*call.op);
     if (!algorithm || !detail::inputs_dense(call) || call.inputs.size() != 1 ||
         !same_region(call, 0))
@@ -105,6 +106,7 @@ struct BinaryShape {
 };
 
 std::optional<BinaryShape> analyze_binary(KernelCall const& call) {
+  if (call.op == nullptr) return std::nullopt;
   auto algorithm = binary_algorithm(call.op->type);
   if (!algorithm || !detail::inputs_dense(call) || call.inputs.size() != 2) return std::nullopt;
   std::size_t rank = std::max<std::size_t>(call.piece->output.size(), 1);
@@ -188,6 +190,7 @@ class SoftmaxKernel final : public Kernel {
 
  private:
   std::shared_ptr<SimpleEntry const> entry(KernelCall const& call) const {
+    if (call.op == nullptr) return nullptr;
     bool forward = call.op->type == "softmax";
     if (!forward && call.op->type != "softmax_grad") return nullptr;
     if (!detail::inputs_dense(call) || call.inputs.size() != (forward ? 1u : 2u)) return nullptr;
@@ -245,8 +248,8 @@ class LayerNormKernel final : public Kernel {
 
  private:
   std::shared_ptr<SimpleEntry const> entry(KernelCall const& call) const {
-    if (call.op->type != "layer_norm" || !detail::inputs_dense(call) || call.inputs.size() != 3 ||
-        !same_region(call, 0) || call.piece->output.empty())
+    if (call.op == nullptr || call.op->type != "layer_norm" || !detail::inputs_dense(call) ||
+        call.inputs.size() != 3 || !same_region(call, 0) || call.piece->output.empty())
       return nullptr;
     std::int64_t width = call.piece->output.back().size();
     std::int64_t rows = tdl::box_volume(call.piece->output) / width;

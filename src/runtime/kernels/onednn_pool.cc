@@ -19,10 +19,12 @@ struct PoolShape {
 };
 
 std::optional<PoolShape> analyze(KernelCall const& call) {
+  if (call.op == nullptr) return std::nullopt;
   auto const& type = call.op->type;
   bool is_max = type == "max_pool2d";
   if (!is_max && type != "avg_pool2d") return std::nullopt;
-  if (call.piece == nullptr || call.piece->inputs.size() != 1 || call.inputs.size() != 1)
+  if (call.piece == nullptr || call.bound == nullptr || call.piece->inputs.size() != 1 ||
+      call.inputs.size() != 1)
     return std::nullopt;
   auto const& x = call.piece->inputs[0];
   if (x.empty() || x.box.size() != 4 || x.pad_lo[0] || x.pad_lo[1] || x.pad_hi[0] || x.pad_hi[1])

@@ -119,7 +119,8 @@ Status check_data(std::string_view kernel, KernelCall const& call) {
 }
 
 bool inputs_dense(KernelCall const& call) {
-  if (call.piece == nullptr || call.bound == nullptr || call.op == nullptr) return false;
+  if (call.piece == nullptr || call.bound == nullptr || call.op == nullptr || call.graph == nullptr)
+    return false;
   if (call.inputs.size() != call.piece->inputs.size()) return false;
   for (auto const& region : call.piece->inputs)
     if (region.empty() || region.has_padding()) return false;
