@@ -80,6 +80,28 @@ PieceResult run_piece(KernelRegistry const& registry, OpCase const& c, tdl::Box 
   return r;
 }
 
+Expected<std::vector<float>> kernel_output(KernelRegistry const& registry, OpCase const& c,
+                                           tdl::Box const& iter_box) {
+  CLEAVE_TRY(tdl::PieceInfo info, tdl::analyze_piece(*c.bound, iter_box));
+  std::vector<std::vector<float>> blocks;
+  KernelCall call{&c.graph, c.op, c.bound.get(), &info, {}, {}};
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    auto const& region = info.inputs[i];
+    std::vector<double> part =
+        region.empty() ? std::vector<double>{} : tdl::extract(c.inputs[i], region.box).values;
+    blocks.emplace_back(part.begin(), part.end());
+  }
+  for (std::size_t i = 0; i < c.inputs.size(); ++i)
+    call.inputs.push_back(
+        {info.inputs[i].empty() ? nullptr : blocks[i].data(), info.inputs[i].box});
+  std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(info.output)));
+  call.output = {out.data(), info.output};
+  Kernel const* kernel = registry.find(call);
+  if (kernel == nullptr) return Error(ErrorCode::unsupported, "no kernel handles the piece");
+  CLEAVE_CHECK_OK(kernel->run(call));
+  return out;
+}
+
 std::vector<tdl::Box> random_pieces(tdl::BoundOp const& op, std::mt19937_64& rng,
                                     std::size_t limit) {
   std::vector<tdl::Box> out = {tdl::full_box(op)};

@@ -43,6 +43,10 @@ struct PieceResult {
 // and compares.
 PieceResult run_piece(KernelRegistry const& registry, OpCase const& c, tdl::Box const& iter_box);
 
+// Only the kernel's output for the piece (no reference), or an error; for repeated runs.
+Expected<std::vector<float>> kernel_output(KernelRegistry const& registry, OpCase const& c,
+                                           tdl::Box const& iter_box);
+
 // The whole iteration space, a few random grids of it (cuts on splittable dims), at most `limit`
 // pieces in all.
 std::vector<tdl::Box> random_pieces(tdl::BoundOp const& op, std::mt19937_64& rng,

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "runtime/kernels/onednn_kernels.h"
 #include "runtime/kernels/onednn_util.h"
@@ -34,6 +35,9 @@ struct ConvShape {
   Direction direction = Direction::forward;
   std::int64_t n = 0, ic = 0, oc = 0, groups = 1, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
   Dims strides, dilates, pad_l, pad_r;  // dilates in oneDNN's convention (0: none)
+  // Backward data: the dX block's stored rows and columns, more than ih/iw when its last ones
+  // lie past every window (they get zeros; oneDNN takes no negative right padding).
+  std::int64_t ih_store = 0, iw_store = 0;
   // Positions of the call's inputs: src/diff_src, weights/diff_weights, dst/diff_dst (-1: the
   // call's output).
   int src = -1, weights = -1, dst = -1;
@@ -174,6 +178,11 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     c.pad_l = {plh, plw};
     c.pad_r = {(c.oh - 1) * g.sh + (c.kh - 1) * g.dh + 1 - c.ih - plh,
                (c.ow - 1) * g.sw + (c.kw - 1) * g.dw + 1 - c.iw - plw};
+    c.ih_store = c.ih;
+    c.iw_store = c.iw;
+    if (c.pad_r[0] < 0) c.ih += std::exchange(c.pad_r[0], 0);
+    if (c.pad_r[1] < 0) c.iw += std::exchange(c.pad_r[1], 0);
+    if (c.ih <= 0 || c.iw <= 0) return std::nullopt;
     c.dst = 0;
     c.weights = 1;
     c.src = -1;
@@ -201,6 +210,9 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
     wtag = Tag::goihw;
   }
   dnnl::memory::desc src(sdims, DT::f32, Tag::nchw), dst(ddims, DT::f32, Tag::nchw);
+  if (c.ih_store != 0 && (c.ih != c.ih_store || c.iw != c.iw_store))
+    src = dnnl::memory::desc(
+        sdims, DT::f32, {c.ic * c.ih_store * c.iw_store, c.ih_store * c.iw_store, c.iw_store, 1});
   dnnl::memory::desc weights(wdims, DT::f32, wtag);
   dnnl::memory::desc src_p = src, dst_p = dst, weights_p = weights;
   if (blocked) {
@@ -274,6 +286,8 @@ class ConvKernel final : public Kernel {
     std::shared_ptr<ConvEntry const> e = c ? entry(*c) : nullptr;
     if (!e) return Error(ErrorCode::unsupported, "onednn_conv: not a convolution piece it handles");
     CLEAVE_CHECK_OK(detail::check_data(name(), call));
+    if (c->ih_store != 0 && (c->ih != c->ih_store || c->iw != c->iw_store))
+      std::fill(call.output.data, call.output.data + tdl::box_volume(call.piece->output), 0.f);
     int v = e->chosen.load(std::memory_order_acquire);
     bool timed = false;
     if (v < 0) {
@@ -321,21 +335,25 @@ class ConvKernel final : public Kernel {
   }
 
   std::shared_ptr<ConvEntry const> entry(ConvShape const& c) const {
-    std::string key =
-        detail::make_key("conv", {{static_cast<std::int64_t>(c.direction), c.n, c.ic, c.oc,
-                                   c.groups, c.ih, c.iw, c.oh, c.ow, c.kh, c.kw},
-                                  c.strides,
-                                  c.dilates,
-                                  c.pad_l,
-                                  c.pad_r});
+    std::string key = detail::make_key(
+        "conv", {{static_cast<std::int64_t>(c.direction), c.n, c.ic, c.oc, c.groups, c.ih, c.iw,
+                  c.oh, c.ow, c.kh, c.kw, c.ih_store, c.iw_store},
+                 c.strides,
+                 c.dilates,
+                 c.pad_l,
+                 c.pad_r});
     return cache_.get(key, [&] {
       auto e = std::make_shared<ConvEntry>();
-      e->variants.push_back(make_variant(c, /*blocked=*/false));
+      // The plain variant may be refused (strided dX blocks); the blocked one then runs alone.
+      try {
+        e->variants.push_back(make_variant(c, /*blocked=*/false));
+      } catch (dnnl::error const&) {
+      }
       ConvVariant blocked = make_variant(c, /*blocked=*/true);
-      if (blocked.src.staged() || blocked.weights.staged() || blocked.dst.staged())
+      if (e->variants.empty() || blocked.src.staged() || blocked.weights.staged() ||
+          blocked.dst.staged())
         e->variants.push_back(std::move(blocked));
-      else
-        e->chosen = 0;
+      if (e->variants.size() == 1) e->chosen = 0;
       return std::shared_ptr<ConvEntry const>(std::move(e));
     });
   }
