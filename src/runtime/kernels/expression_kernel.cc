@@ -7,6 +7,7 @@
 // indices are affine and stay inside their block are strided loads, the rest (padding, floor
 // division, gathers) compute their coordinates per element. A top-level reduction accumulates in
 // the output block, which starts at the reducer's identity (a partial piece yields its partial).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -133,12 +134,30 @@ class Evaluator {
   void run(float* out) {
     std::size_t dims = op_.dims().size();
     auto const& box = call_.piece->iter_box;
-    std::int64_t len = dims == 0 ? 1 : box.back().size();
     for (auto& a : accesses_)
       a.affine = a.affine && a.data != nullptr;
-    buffers_.assign(nodes_.size(), std::vector<float>(static_cast<std::size_t>(len)));
     Access out_access{&op_.output_indices(),          nullptr, call_.piece->output,
                       row_major(call_.piece->output), 0,       true};
+    // A row spans the innermost dimension, and the ones outside it wherever every access steps
+    // through them as through one dimension (contiguous blocks, element-wise ops): long rows,
+    // few of them.
+    std::size_t merged = dims == 0 ? 0 : 1;
+    bool all_affine =
+        std::all_of(accesses_.begin(), accesses_.end(), [](Access const& a) { return a.affine; });
+    while (all_affine && merged < dims) {
+      std::size_t d = dims - 1 - merged;  // the candidate, just outside the row
+      auto fits = [&](Access const& a) {
+        return slot_step(a, d) == slot_step(a, d + 1) * box[d + 1].size();
+      };
+      if (d + 1 >= 64 || (var_slots_ >> d & 3u) != 0 || !fits(out_access) ||
+          !std::all_of(accesses_.begin(), accesses_.end(), fits))
+        break;
+      ++merged;
+    }
+    std::int64_t len = 1;
+    for (std::size_t d = dims - merged; d < dims; ++d)
+      len *= box[d].size();
+    buffers_.assign(nodes_.size(), std::vector<float>(static_cast<std::size_t>(len)));
     tdl::Reducer reducer = op_.reducer();
     std::int64_t out_size = tdl::box_volume(call_.piece->output);
     if (reducer != tdl::Reducer::none)
@@ -146,8 +165,8 @@ class Evaluator {
     env_.assign(dims, 0);
     for (std::size_t d = 0; d < dims; ++d)
       env_[d] = box[d].lo;
-    // One row per point of every dimension but the innermost (an odometer).
-    auto outer = static_cast<int>(dims) - 2;
+    // One row per point of the dimensions outside the row (an odometer).
+    auto outer = static_cast<int>(dims - merged) - 1;
     while (true) {
       row(len, out, out_access, reducer);
       int d = outer;
@@ -168,6 +187,15 @@ class Evaluator {
     return s;
   }
 
+  // How far an affine access moves in its block per step of `slot`.
+  static std::int64_t slot_step(Access const& a, std::size_t slot) {
+    std::int64_t step = 0;
+    for (std::size_t t = 0; t < a.indices->size(); ++t)
+      for (auto [s, coef] : (*a.indices)[t].var_terms)
+        if (static_cast<std::size_t>(s) == slot) step += coef * a.strides[t];
+    return step;
+  }
+
   int add(BoundExpr const& e) {
     auto fn = function_of(e);
     if (!fn) return -1;
@@ -175,6 +203,7 @@ class Evaluator {
     n.fn = *fn;
     n.value = static_cast<float>(e.value);
     n.slot = e.slot;
+    if (*fn == Fn::var && e.slot >= 0 && e.slot < 64) var_slots_ |= std::uint64_t{1} << e.slot;
     if (*fn == Fn::access) {
       auto in = static_cast<std::size_t>(e.input);
       if (!indices_supported(e.indices)) return -1;
@@ -411,6 +440,7 @@ class Evaluator {
   std::vector<Access> blocks_;  // each input's block, for gathers
   std::vector<std::vector<float>> buffers_;
   std::vector<std::int64_t> env_;
+  std::uint64_t var_slots_ = 0;  // slots whose values the expression uses (`c == T[b]`)
 };
 
 class ExpressionKernel final : public Kernel {
