@@ -73,8 +73,9 @@ void check(std::string const& type, std::vector<ir::TensorType> const& inputs, i
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     auto const& p = pieces[i];
     PieceResult r = run_piece(*kernels, *c, p);
-    if (i == 0)
+    if (i == 0) {
       EXPECT_EQ(r.kernel, "onednn_conv") << type << " " << attrs.to_string() << ": whole op";
+    }
     if (r.kernel != "onednn_conv") continue;
     ++handled;
     EXPECT_LE(r.max_error, 2e-4) << type << " piece " << tdl::box_to_string(p) << " " << r.message;
