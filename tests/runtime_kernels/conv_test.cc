@@ -150,7 +150,7 @@ TEST(Kernels, RunConcurrentlyFromSeveralThreads) {
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < worst.size(); ++t)
     threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 5; ++rep)
+      for (int rep = 0; rep < 3; ++rep)
         for (auto const& job : jobs) {
           auto got = kernel_output(*kernels, *job.c, job.piece);
           if (!got) {
