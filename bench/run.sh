@@ -86,3 +86,4 @@ eval_out=bench/results/tofu_eval.md
 } > "$eval_out.tmp"
 mv "$eval_out.tmp" "$eval_out"
 cat "$eval_out"
+bash bench/runtime_kernels.sh

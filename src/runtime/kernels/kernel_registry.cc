@@ -1,4 +1,5 @@
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/onednn_kernels.h"
 
 namespace cleave::runtime {
 
@@ -21,6 +22,17 @@ std::vector<Kernel const*> KernelRegistry::kernels() const {
 
 std::unique_ptr<KernelRegistry> KernelRegistry::with_builtins() {
   auto registry = std::make_unique<KernelRegistry>();
+  // oneDNN first; the plain-loop expression kernel takes what they leave.
+  registry->add(make_contraction_kernel());
+  registry->add(make_conv_kernel());
+  registry->add(make_pool_kernel());
+  registry->add(make_eltwise_kernel());
+  registry->add(make_binary_kernel());
+  registry->add(make_softmax_kernel());
+  registry->add(make_layer_norm_kernel());
+  registry->add(make_row_kernel());
+  registry->add(make_embedding_grad_kernel());
+  registry->add(make_expression_kernel());
   return registry;
 }
 

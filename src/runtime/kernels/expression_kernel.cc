@@ -1,0 +1,478 @@
+// The plain-loop kernel for everything oneDNN has no primitive for: any op whose TDL statement has
+// no nested reduction (optimizer updates, activation and normalization gradients, batch norm's
+// statistics and apply, dropout, scale, cast, transpose, slice, concat, reshape, embedding's
+// gather, global pooling, sum_to_shape, ...). It evaluates the statement's expression in fp32
+// over one row of the piece at a time (the innermost iteration dimension), node by node on
+// vectors, instead of element by element through a tree as the interpreter does; reads whose
+// indices are affine and stay inside their block are strided loads, the rest (padding, floor
+// division, gathers) compute their coordinates per element. A top-level reduction accumulates in
+// the output block, which starts at the reducer's identity (a partial piece yields its partial).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/kernels/onednn_kernels.h"
+
+namespace cleave::runtime {
+namespace {
+
+using tdl::BoundExpr;
+using tdl::BoundIndex;
+
+enum class Fn {
+  constant,
+  var,
+  access,
+  neg,
+  add,
+  sub,
+  mul,
+  div,
+  mod,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  tanh,
+  sigmoid,
+  relu,
+  erf,
+  abs,
+  max,
+  min,
+  pow,
+  select
+};
+
+std::optional<Fn> function_of(BoundExpr const& e) {
+  static std::pair<char const*, Fn> const binary[] = {
+      {"+", Fn::add}, {"-", Fn::sub}, {"*", Fn::mul}, {"/", Fn::div}, {"%", Fn::mod}, {"<", Fn::lt},
+      {"<=", Fn::le}, {">", Fn::gt},  {">=", Fn::ge}, {"==", Fn::eq}, {"!=", Fn::ne}};
+  static std::pair<char const*, Fn> const calls[] = {
+      {"exp", Fn::exp},      {"log", Fn::log},         {"sqrt", Fn::sqrt}, {"rsqrt", Fn::rsqrt},
+      {"tanh", Fn::tanh},    {"sigmoid", Fn::sigmoid}, {"relu", Fn::relu}, {"erf", Fn::erf},
+      {"abs", Fn::abs},      {"max", Fn::max},         {"min", Fn::min},   {"pow", Fn::pow},
+      {"select", Fn::select}};
+  switch (e.kind) {
+  case BoundExpr::Kind::constant:
+    return Fn::constant;
+  case BoundExpr::Kind::var:
+    return Fn::var;
+  case BoundExpr::Kind::access:
+    return Fn::access;
+  case BoundExpr::Kind::neg:
+    return Fn::neg;
+  case BoundExpr::Kind::binary:
+    for (auto const& [name, fn] : binary)
+      if (e.op == name) return fn;
+    return std::nullopt;
+  case BoundExpr::Kind::call:
+    for (auto const& [name, fn] : calls)
+      if (e.op == name) return fn;
+    return std::nullopt;
+  case BoundExpr::Kind::reduce:
+    return std::nullopt;  // nested reductions: the interpreter's
+  }
+  return std::nullopt;
+}
+
+// A read of a block (an input's, or the output's write).
+struct Access {
+  std::vector<BoundIndex> const* indices = nullptr;
+  float const* data = nullptr;
+  tdl::Box region;
+  std::vector<std::int64_t> strides;
+  float pad = 0;
+  bool affine = false;  // every index linear in the slots and every read inside the block
+};
+
+struct Node {
+  Fn fn = Fn::constant;
+  float value = 0;
+  int slot = -1;
+  int access = -1;
+  int args[3] = {-1, -1, -1};
+};
+
+bool indices_supported(std::vector<BoundIndex> const& indices) {
+  for (auto const& ix : indices) {
+    for (auto const& child : ix.children)
+      if (!indices_supported({child})) return false;
+    if (ix.kind == BoundIndex::Kind::gather && ix.input < 0) return false;
+  }
+  return true;
+}
+
+bool linear(std::vector<BoundIndex> const& indices) {
+  for (auto const& ix : indices)
+    if (ix.kind != BoundIndex::Kind::linear || !ix.children.empty()) return false;
+  return true;
+}
+
+class Evaluator {
+ public:
+  explicit Evaluator(KernelCall const& call) : call_(call), op_(*call.bound) {}
+
+  // Flattens the body into nodes in post-order; false when some part is not supported.
+  bool compile() {
+    for (std::size_t in = 0; in < call_.inputs.size() && in < call_.piece->inputs.size(); ++in) {
+      auto const& box = call_.piece->inputs[in].box;
+      blocks_.push_back(Access{nullptr, call_.inputs[in].data, box, row_major(box), 0, false});
+    }
+    if (op_.opaque() || op_.num_slots() != static_cast<int>(op_.dims().size())) return false;
+    if (call_.inputs.size() != op_.inputs().size() || call_.piece == nullptr) return false;
+    if (!indices_supported(op_.output_indices()) || !linear(op_.output_indices())) return false;
+    return add(op_.body()) >= 0;
+  }
+
+  void run(float* out) {
+    std::size_t dims = op_.dims().size();
+    auto const& box = call_.piece->iter_box;
+    for (auto& a : accesses_)
+      a.affine = a.affine && a.data != nullptr;
+    Access out_access{&op_.output_indices(),          nullptr, call_.piece->output,
+                      row_major(call_.piece->output), 0,       true};
+    // A row spans the innermost dimension, and the ones outside it wherever every access steps
+    // through them as through one dimension (contiguous blocks, element-wise ops): long rows,
+    // few of them.
+    std::size_t merged = dims == 0 ? 0 : 1;
+    bool all_affine =
+        std::all_of(accesses_.begin(), accesses_.end(), [](Access const& a) { return a.affine; });
+    while (all_affine && merged < dims) {
+      std::size_t d = dims - 1 - merged;  // the candidate, just outside the row
+      auto fits = [&](Access const& a) {
+        return slot_step(a, d) == slot_step(a, d + 1) * box[d + 1].size();
+      };
+      if (d + 1 >= 64 || (var_slots_ >> d & 3u) != 0 || !fits(out_access) ||
+          !std::all_of(accesses_.begin(), accesses_.end(), fits))
+        break;
+      ++merged;
+    }
+    std::int64_t len = 1;
+    for (std::size_t d = dims - merged; d < dims; ++d)
+      len *= box[d].size();
+    buffers_.assign(nodes_.size(), std::vector<float>(static_cast<std::size_t>(len)));
+    tdl::Reducer reducer = op_.reducer();
+    std::int64_t out_size = tdl::box_volume(call_.piece->output);
+    if (reducer != tdl::Reducer::none)
+      std::fill(out, out + out_size, static_cast<float>(tdl::reducer_identity(reducer)));
+    env_.assign(dims, 0);
+    for (std::size_t d = 0; d < dims; ++d)
+      env_[d] = box[d].lo;
+    // One row per point of the dimensions outside the row (an odometer).
+    auto outer = static_cast<int>(dims - merged) - 1;
+    while (true) {
+      row(len, out, out_access, reducer);
+      int d = outer;
+      for (; d >= 0; --d) {
+        auto du = static_cast<std::size_t>(d);
+        if (++env_[du] < box[du].hi) break;
+        env_[du] = box[du].lo;
+      }
+      if (d < 0) return;
+    }
+  }
+
+ private:
+  static std::vector<std::int64_t> row_major(tdl::Box const& region) {
+    std::vector<std::int64_t> s(region.size(), 1);
+    for (std::size_t i = region.size(); i-- > 1;)
+      s[i - 1] = s[i] * region[i].size();
+    return s;
+  }
+
+  // How far an affine access moves in its block per step of `slot`.
+  static std::int64_t slot_step(Access const& a, std::size_t slot) {
+    std::int64_t step = 0;
+    for (std::size_t t = 0; t < a.indices->size(); ++t)
+      for (auto [s, coef] : (*a.indices)[t].var_terms)
+        if (static_cast<std::size_t>(s) == slot) step += coef * a.strides[t];
+    return step;
+  }
+
+  int add(BoundExpr const& e) {
+    auto fn = function_of(e);
+    if (!fn) return -1;
+    Node n;
+    n.fn = *fn;
+    n.value = static_cast<float>(e.value);
+    n.slot = e.slot;
+    if (*fn == Fn::var && e.slot >= 0 && e.slot < 64) var_slots_ |= std::uint64_t{1} << e.slot;
+    if (*fn == Fn::access) {
+      auto in = static_cast<std::size_t>(e.input);
+      if (!indices_supported(e.indices)) return -1;
+      auto const& region = call_.piece->inputs[in];
+      Access a{&e.indices,
+               call_.inputs[in].data,
+               region.box,
+               row_major(region.box),
+               static_cast<float>(op_.inputs()[in].pad_value),
+               linear(e.indices) && !region.has_padding()};
+      n.access = static_cast<int>(accesses_.size());
+      accesses_.push_back(std::move(a));
+    }
+    for (std::size_t i = 0; i < e.args.size() && i < 3; ++i) {
+      n.args[i] = add(e.args[i]);
+      if (n.args[i] < 0) return -1;
+    }
+    nodes_.push_back(n);
+    return static_cast<int>(nodes_.size()) - 1;
+  }
+
+  std::int64_t index(BoundIndex const& b) const {
+    switch (b.kind) {
+    case BoundIndex::Kind::linear: {
+      std::int64_t v = b.constant;
+      for (auto [slot, coef] : b.var_terms)
+        v += coef * env_[static_cast<std::size_t>(slot)];
+      for (std::size_t c = 0; c < b.children.size(); ++c)
+        v += b.child_coefs[c] * index(b.children[c]);
+      return v;
+    }
+    case BoundIndex::Kind::floordiv:
+    case BoundIndex::Kind::mod: {
+      std::int64_t a = index(b.children[0]);
+      std::int64_t q = a / b.divisor;
+      if (a % b.divisor != 0 && a < 0) --q;
+      return b.kind == BoundIndex::Kind::floordiv ? q : a - q * b.divisor;
+    }
+    case BoundIndex::Kind::gather: {
+      Access const& block = blocks_[static_cast<std::size_t>(b.input)];
+      std::int64_t at = offset(b.children, block);
+      return at < 0 || block.data == nullptr ? -1 : static_cast<std::int64_t>(block.data[at]);
+    }
+    }
+    return 0;
+  }
+
+  // The offset of the access at the current point in its block, or -1 outside it.
+  std::int64_t offset(std::vector<BoundIndex> const& indices, Access const& a) const {
+    std::int64_t at = 0;
+    for (std::size_t t = 0; t < indices.size(); ++t) {
+      std::int64_t c = index(indices[t]);
+      if (c < a.region[t].lo || c >= a.region[t].hi) return -1;
+      at += (c - a.region[t].lo) * a.strides[t];
+    }
+    return at;
+  }
+
+  // Offset at the row's start and the step along the innermost slot (affine accesses).
+  std::pair<std::int64_t, std::int64_t> affine_row(Access const& a, int inner) const {
+    std::int64_t base = 0, step = 0;
+    for (std::size_t t = 0; t < a.indices->size(); ++t) {
+      auto const& ix = (*a.indices)[t];
+      std::int64_t c = ix.constant;
+      for (auto [slot, coef] : ix.var_terms) {
+        c += coef * env_[static_cast<std::size_t>(slot)];
+        if (slot == inner) step += coef * a.strides[t];
+      }
+      base += (c - a.region[t].lo) * a.strides[t];
+    }
+    return {base, step};
+  }
+
+  void load(Access const& a, float* v, std::int64_t len, int inner) {
+    if (a.affine) {
+      auto [base, step] = affine_row(a, inner);
+      float const* p = a.data + base;
+      if (step == 1) {
+        std::copy(p, p + len, v);
+      } else {
+        for (std::int64_t i = 0; i < len; ++i)
+          v[i] = p[i * step];
+      }
+      return;
+    }
+    std::int64_t start = inner >= 0 ? env_[static_cast<std::size_t>(inner)] : 0;
+    for (std::int64_t i = 0; i < len; ++i) {
+      if (inner >= 0) env_[static_cast<std::size_t>(inner)] = start + i;
+      std::int64_t at = offset(*a.indices, a);
+      v[i] = at < 0 ? a.pad : a.data[at];
+    }
+    if (inner >= 0) env_[static_cast<std::size_t>(inner)] = start;
+  }
+
+  void row(std::int64_t len, float* out, Access const& out_access, tdl::Reducer reducer) {
+    int inner = env_.empty() ? -1 : static_cast<int>(env_.size()) - 1;
+    for (std::size_t k = 0; k < nodes_.size(); ++k) {
+      Node const& n = nodes_[k];
+      float* v = buffers_[k].data();
+      float const* a =
+          n.args[0] >= 0 ? buffers_[static_cast<std::size_t>(n.args[0])].data() : nullptr;
+      float const* b =
+          n.args[1] >= 0 ? buffers_[static_cast<std::size_t>(n.args[1])].data() : nullptr;
+      float const* c =
+          n.args[2] >= 0 ? buffers_[static_cast<std::size_t>(n.args[2])].data() : nullptr;
+      auto each = [&](auto f) {
+        for (std::int64_t i = 0; i < len; ++i)
+          v[i] = f(i);
+      };
+      switch (n.fn) {
+      case Fn::constant:
+        std::fill(v, v + len, n.value);
+        break;
+      case Fn::var: {
+        auto x = env_[static_cast<std::size_t>(n.slot)];
+        bool moves = n.slot == inner;
+        each([&](std::int64_t i) { return static_cast<float>(moves ? x + i : x); });
+        break;
+      }
+      case Fn::access:
+        load(accesses_[static_cast<std::size_t>(n.access)], v, len, inner);
+        break;
+      case Fn::neg:
+        each([&](auto i) { return -a[i]; });
+        break;
+      case Fn::add:
+        each([&](auto i) { return a[i] + b[i]; });
+        break;
+      case Fn::sub:
+        each([&](auto i) { return a[i] - b[i]; });
+        break;
+      case Fn::mul:
+        each([&](auto i) { return a[i] * b[i]; });
+        break;
+      case Fn::div:
+        each([&](auto i) { return a[i] / b[i]; });
+        break;
+      case Fn::mod:
+        each([&](auto i) {
+          float r = std::fmod(a[i], b[i]);
+          return r != 0 && (r < 0) != (b[i] < 0) ? r + b[i] : r;
+        });
+        break;
+      case Fn::lt:
+        each([&](auto i) { return a[i] < b[i] ? 1.f : 0.f; });
+        break;
+      case Fn::le:
+        each([&](auto i) { return a[i] <= b[i] ? 1.f : 0.f; });
+        break;
+      case Fn::gt:
+        each([&](auto i) { return a[i] > b[i] ? 1.f : 0.f; });
+        break;
+      case Fn::ge:
+        each([&](auto i) { return a[i] >= b[i] ? 1.f : 0.f; });
+        break;
+      case Fn::eq:
+        each([&](auto i) { return a[i] == b[i] ? 1.f : 0.f; });
+        break;
+      case Fn::ne:
+        each([&](auto i) { return a[i] != b[i] ? 1.f : 0.f; });
+        break;
+      case Fn::exp:
+        each([&](auto i) { return std::exp(a[i]); });
+        break;
+      case Fn::log:
+        each([&](auto i) { return std::log(a[i]); });
+        break;
+      case Fn::sqrt:
+        each([&](auto i) { return std::sqrt(a[i]); });
+        break;
+      case Fn::rsqrt:
+        each([&](auto i) { return 1.f / std::sqrt(a[i]); });
+        break;
+      case Fn::tanh:
+        each([&](auto i) { return std::tanh(a[i]); });
+        break;
+      case Fn::sigmoid:
+        each([&](auto i) { return 1.f / (1.f + std::exp(-a[i])); });
+        break;
+      case Fn::relu:
+        each([&](auto i) { return a[i] > 0 ? a[i] : 0.f; });
+        break;
+      case Fn::erf:
+        each([&](auto i) { return std::erf(a[i]); });
+        break;
+      case Fn::abs:
+        each([&](auto i) { return std::abs(a[i]); });
+        break;
+      case Fn::max:
+        each([&](auto i) { return std::max(a[i], b[i]); });
+        break;
+      case Fn::min:
+        each([&](auto i) { return std::min(a[i], b[i]); });
+        break;
+      case Fn::pow:
+        each([&](auto i) { return std::pow(a[i], b[i]); });
+        break;
+      case Fn::select:
+        each([&](auto i) { return a[i] != 0 ? b[i] : c[i]; });
+        break;
+      }
+    }
+    float const* v = buffers_.back().data();
+    auto [base, step] = affine_row(out_access, inner);
+    float* o = out + base;
+    switch (reducer) {
+    case tdl::Reducer::none:
+      for (std::int64_t i = 0; i < len; ++i)
+        o[i * step] = v[i];
+      break;
+    case tdl::Reducer::sum:
+      for (std::int64_t i = 0; i < len; ++i)
+        o[i * step] += v[i];
+      break;
+    case tdl::Reducer::max:
+      for (std::int64_t i = 0; i < len; ++i)
+        o[i * step] = std::max(o[i * step], v[i]);
+      break;
+    case tdl::Reducer::min:
+      for (std::int64_t i = 0; i < len; ++i)
+        o[i * step] = std::min(o[i * step], v[i]);
+      break;
+    case tdl::Reducer::prod:
+      for (std::int64_t i = 0; i < len; ++i)
+        o[i * step] *= v[i];
+      break;
+    }
+  }
+
+  KernelCall const& call_;
+  tdl::BoundOp const& op_;
+  std::vector<Node> nodes_;
+  std::vector<Access> accesses_;
+  std::vector<Access> blocks_;  // each input's block, for gathers
+  std::vector<std::vector<float>> buffers_;
+  std::vector<std::int64_t> env_;
+  std::uint64_t var_slots_ = 0;  // slots whose values the expression uses (`c == T[b]`)
+};
+
+class ExpressionKernel final : public Kernel {
+ public:
+  std::string_view name() const override { return "loop_expression"; }
+
+  bool handles(KernelCall const& call) const override {
+    if (call.bound == nullptr || call.piece == nullptr || !call.piece->output_exact) return false;
+    return Evaluator(call).compile();
+  }
+
+  Status run(KernelCall const& call) const override {
+    if (call.bound == nullptr || call.piece == nullptr || !call.piece->output_exact)
+      return Error(ErrorCode::unsupported, "loop_expression: not a piece it handles");
+    Evaluator e(call);
+    if (!e.compile())
+      return Error(ErrorCode::unsupported, "loop_expression: the statement has nested reductions");
+    if (call.output.data == nullptr)
+      return Error(ErrorCode::invalid_argument, "loop_expression: the output has no data");
+    for (std::size_t i = 0; i < call.inputs.size(); ++i)
+      if (call.inputs[i].data == nullptr && !call.piece->inputs[i].empty())
+        return Error(ErrorCode::invalid_argument,
+                     "loop_expression: input " + std::to_string(i) + " has no data");
+    e.run(call.output.data);
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_expression_kernel() {
+  return std::make_unique<ExpressionKernel>();
+}
+
+}  // namespace cleave::runtime

@@ -1,0 +1,370 @@
+// conv2d and its two gradients on oneDNN's convolution (forward, backward data, backward weights)
+// on a piece's blocks as they lie (NCHW, OIHW / GOIHW).
+//
+// The halo and padding of a piece become oneDNN's explicit asymmetric padding. Forward and
+// backward weights: the X block starts at the unclipped read's first row minus pad_lo, so the
+// piece is the convolution of the block with padding (pad_lo, pad_hi); a piece with a slice
+// [a, b) of the kernel taps (a split reduction) is a convolution with a (b - a)-tap kernel, the
+// shift a*d absorbed by the block's start. Backward data is the adjoint of the forward
+// convolution whose input is the dX block: dY block row y' feeds dX block rows
+// y'*s + t*d - p with p = pt + h0 - y0*s; the right padding follows from the blocks' sizes.
+//
+// Groups: a piece inside one group is a plain convolution on its channels; a piece of several
+// whole groups is a grouped one; anything else (several groups, part of each) is left to the
+// interpreter.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "runtime/kernels/onednn_kernels.h"
+#include "runtime/kernels/onednn_util.h"
+
+namespace cleave::runtime {
+namespace {
+
+using detail::Dims;
+using Prop = dnnl::prop_kind;
+
+enum class Direction { forward, backward_data, backward_weights };
+
+// One convolution in oneDNN's terms.
+struct ConvShape {
+  Direction direction = Direction::forward;
+  std::int64_t n = 0, ic = 0, oc = 0, groups = 1, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  Dims strides, dilates, pad_l, pad_r;  // dilates in oneDNN's convention (0: none)
+  // Backward data: the dX block's stored rows and columns, more than ih/iw when its last ones
+  // lie past every window (they get zeros; oneDNN takes no negative right padding).
+  std::int64_t ih_store = 0, iw_store = 0;
+  // Positions of the call's inputs: src/diff_src, weights/diff_weights, dst/diff_dst (-1: the
+  // call's output).
+  int src = -1, weights = -1, dst = -1;
+};
+
+struct Geometry {
+  std::int64_t sh, sw, dh, dw, pt, pl, groups;
+};
+
+Geometry geometry(ir::Attrs const& a) {
+  auto stride = a.get_ints("stride", {1, 1});
+  auto dil = a.get_ints("dilation", {1, 1});
+  auto pad = a.get_ints("padding", {0, 0});
+  return {stride[0], stride[1], dil[0], dil[1], pad[0], pad[1], a.get_int("groups", 1)};
+}
+
+bool full(tdl::Interval iv, std::int64_t extent) {
+  return iv.lo == 0 && iv.hi == extent;
+}
+
+// Groups of a piece whose group-sliced channels are `out` (channels per group `per_out`) and
+// whose other channel block holds `in_size` channels of `per_in` per group: 1 inside one group,
+// the number of whole groups, or nothing.
+std::optional<std::int64_t> piece_groups(std::int64_t groups, tdl::Interval out,
+                                         std::int64_t per_out, tdl::Interval in_other,
+                                         std::int64_t per_in) {
+  if (groups == 1 || out.lo / per_out == (out.hi - 1) / per_out) return 1;
+  if (out.lo % per_out != 0 || out.hi % per_out != 0 || !full(in_other, per_in))
+    return std::nullopt;
+  return out.size() / per_out;
+}
+
+std::optional<ConvShape> analyze(KernelCall const& call) {
+  if (call.op == nullptr) return std::nullopt;
+  auto const& type = call.op->type;
+  Direction dir;
+  if (type == "conv2d")
+    dir = Direction::forward;
+  else if (type == "conv2d_grad_input")
+    dir = Direction::backward_data;
+  else if (type == "conv2d_grad_weight")
+    dir = Direction::backward_weights;
+  else
+    return std::nullopt;
+  if (call.piece == nullptr || call.graph == nullptr || call.bound == nullptr ||
+      call.inputs.size() != 2 || call.piece->inputs.size() != 2)
+    return std::nullopt;
+  for (auto const& r : call.piece->inputs)
+    if (r.empty() || r.box.size() != 4) return std::nullopt;
+  Geometry g = geometry(call.op->attrs);
+  auto const& in0 = call.piece->inputs[0];
+  auto const& in1 = call.piece->inputs[1];
+  auto const& out = call.piece->output;
+  auto const& w_shape =
+      call.graph->tensor(call.op->inputs[dir == Direction::backward_weights ? 0 : 1]).type.shape;
+  ConvShape c;
+  c.direction = dir;
+  c.strides = {g.sh, g.sw};
+  c.dilates = {g.dh - 1, g.dw - 1};
+  // A region's padding on dims 0..1 (batch, channels) never occurs; only X may be padded.
+  auto no_pad = [](tdl::Region const& r) { return !r.has_padding(); };
+  if (dir == Direction::forward) {
+    // X [n, ci, h, w] (padded), W [co, ci, kh, kw], Y [n, co, oh, ow].
+    if (!no_pad(in1) || in0.pad_lo[0] || in0.pad_lo[1] || in0.pad_hi[0] || in0.pad_hi[1])
+      return std::nullopt;
+    std::int64_t cog = w_shape[0] / g.groups;
+    auto groups = piece_groups(g.groups, out[1], cog, in1.box[1], w_shape[1]);
+    if (!groups) return std::nullopt;
+    c.groups = *groups;
+    c.n = out[0].size();
+    c.oc = out[1].size();
+    c.ic = in0.box[1].size();
+    c.ih = in0.box[2].size();
+    c.iw = in0.box[3].size();
+    c.oh = out[2].size();
+    c.ow = out[3].size();
+    c.kh = in1.box[2].size();
+    c.kw = in1.box[3].size();
+    if (c.ic != c.groups * in1.box[1].size() || in1.box[0].size() != c.oc) return std::nullopt;
+    c.pad_l = {in0.pad_lo[2], in0.pad_lo[3]};
+    c.pad_r = {in0.pad_hi[2], in0.pad_hi[3]};
+    c.src = 0;
+    c.weights = 1;
+    c.dst = -1;
+  } else if (dir == Direction::backward_weights) {
+    // dY [n, co, y, x], X [n, ci, h, w] (padded), dW [co, ci, kh, kw].
+    if (!no_pad(in0) || in1.pad_lo[0] || in1.pad_lo[1] || in1.pad_hi[0] || in1.pad_hi[1])
+      return std::nullopt;
+    std::int64_t cog = w_shape[1] / g.groups;  // dY's channels per group
+    std::int64_t cig = call.graph->tensor(call.op->outputs[0]).type.shape[1];
+    auto groups = piece_groups(g.groups, out[0], cog, out[1], cig);
+    if (!groups) return std::nullopt;
+    c.groups = *groups;
+    c.n = in0.box[0].size();
+    c.oc = out[0].size();
+    c.ic = in1.box[1].size();
+    c.ih = in1.box[2].size();
+    c.iw = in1.box[3].size();
+    c.oh = in0.box[2].size();
+    c.ow = in0.box[3].size();
+    c.kh = out[2].size();
+    c.kw = out[3].size();
+    if (c.ic != c.groups * out[1].size() || in0.box[1].size() != c.oc) return std::nullopt;
+    c.pad_l = {in1.pad_lo[2], in1.pad_lo[3]};
+    c.pad_r = {in1.pad_hi[2], in1.pad_hi[3]};
+    c.dst = 0;
+    c.src = 1;
+    c.weights = -1;
+  } else {
+    // dY [n, co, y, x] (its padding: zeros the adjoint supplies), W [co, ci, kh, kw] (padded
+    // past the kernel by the strided form's phase taps: zeros the adjoint never needs), dX out.
+    if (in1.pad_lo[0] || in1.pad_lo[1] || in1.pad_hi[0] || in1.pad_hi[1]) return std::nullopt;
+    // Every kernel tap in the piece: a split of the taps is left to the interpreter.
+    if (!full(in1.box[2], w_shape[2]) || !full(in1.box[3], w_shape[3])) return std::nullopt;
+    auto const& bound = *call.bound;
+    for (std::size_t d = static_cast<std::size_t>(bound.num_parallel()); d < bound.dims().size();
+         ++d)
+      if (bound.dims()[d].name != "co" && !full(call.piece->iter_box[d], bound.dims()[d].extent))
+        return std::nullopt;
+    std::int64_t cig = w_shape[1];
+    std::int64_t cog = w_shape[0] / g.groups;
+    auto groups = piece_groups(g.groups, out[1], cig, in1.box[1], cig);
+    if (!groups) return std::nullopt;
+    if (*groups > 1 && in1.box[0].size() != *groups * cog) return std::nullopt;
+    c.groups = *groups;
+    c.n = out[0].size();
+    c.ic = out[1].size();
+    c.oc = in0.box[1].size();
+    c.ih = out[2].size();
+    c.iw = out[3].size();
+    c.oh = in0.box[2].size();
+    c.ow = in0.box[3].size();
+    c.kh = w_shape[2];
+    c.kw = w_shape[3];
+    if (in1.box[0].size() != c.oc || c.ic != c.groups * in1.box[1].size()) return std::nullopt;
+    std::int64_t plh = g.pt + out[2].lo - in0.box[2].lo * g.sh;
+    std::int64_t plw = g.pl + out[3].lo - in0.box[3].lo * g.sw;
+    c.pad_l = {plh, plw};
+    c.pad_r = {(c.oh - 1) * g.sh + (c.kh - 1) * g.dh + 1 - c.ih - plh,
+               (c.ow - 1) * g.sw + (c.kw - 1) * g.dw + 1 - c.iw - plw};
+    c.ih_store = c.ih;
+    c.iw_store = c.iw;
+    if (c.pad_r[0] < 0) c.ih += std::exchange(c.pad_r[0], 0);
+    if (c.pad_r[1] < 0) c.iw += std::exchange(c.pad_r[1], 0);
+    if (c.ih <= 0 || c.iw <= 0) return std::nullopt;
+    c.dst = 0;
+    c.weights = 1;
+    c.src = -1;
+  }
+  if (c.pad_l[0] < 0 || c.pad_l[1] < 0) return std::nullopt;
+  return c;
+}
+
+// One way to run a convolution: the primitive on the blocks' plain layouts, or on the layouts it
+// prefers (blocked), converted through staging buffers.
+struct ConvVariant {
+  dnnl::primitive primitive;
+  detail::Staged src, weights, dst;  // src/diff_src, weights/diff_weights, dst/diff_dst
+  dnnl::memory::desc scratch;
+};
+
+ConvVariant make_variant(ConvShape const& c, bool blocked) {
+  using Tag = dnnl::memory::format_tag;
+  using DT = dnnl::memory::data_type;
+  dnnl::memory::dims sdims = {c.n, c.ic, c.ih, c.iw}, ddims = {c.n, c.oc, c.oh, c.ow};
+  dnnl::memory::dims wdims = {c.oc, c.ic, c.kh, c.kw};
+  Tag wtag = Tag::oihw;
+  if (c.groups > 1) {
+    wdims = {c.groups, c.oc / c.groups, c.ic / c.groups, c.kh, c.kw};
+    wtag = Tag::goihw;
+  }
+  dnnl::memory::desc src(sdims, DT::f32, Tag::nchw), dst(ddims, DT::f32, Tag::nchw);
+  if (c.ih_store != 0 && (c.ih != c.ih_store || c.iw != c.iw_store))
+    src = dnnl::memory::desc(
+        sdims, DT::f32, {c.ic * c.ih_store * c.iw_store, c.ih_store * c.iw_store, c.iw_store, 1});
+  dnnl::memory::desc weights(wdims, DT::f32, wtag);
+  dnnl::memory::desc src_p = src, dst_p = dst, weights_p = weights;
+  if (blocked) {
+    src_p = dnnl::memory::desc(sdims, DT::f32, Tag::any);
+    dst_p = dnnl::memory::desc(ddims, DT::f32, Tag::any);
+    weights_p = dnnl::memory::desc(wdims, DT::f32, Tag::any);
+  }
+  auto algo = dnnl::algorithm::convolution_direct;
+  auto const& eng = detail::cpu_engine();
+  auto attr = detail::default_attr();
+  Prop prop = c.direction == Direction::forward ? Prop::forward_inference : Prop::forward_training;
+  dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(prop, algo, src_p, weights_p, dst_p, c.strides, c.dilates,
+                                      c.pad_l, c.pad_r),
+      attr, eng);
+  ConvVariant v;
+  if (c.direction == Direction::forward) {
+    v.scratch = fwd.scratchpad_desc();
+    v.primitive = dnnl::convolution_forward(fwd);
+    v.src = detail::make_staged(src, fwd.src_desc(), true);
+    v.weights = detail::make_staged(weights, fwd.weights_desc(), true);
+    v.dst = detail::make_staged(dst, fwd.dst_desc(), false);
+  } else if (c.direction == Direction::backward_data) {
+    dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(algo, src_p, weights_p, dst_p, c.strides, c.dilates,
+                                              c.pad_l, c.pad_r),
+        attr, eng, fwd);
+    v.scratch = pd.scratchpad_desc();
+    v.primitive = dnnl::convolution_backward_data(pd);
+    v.src = detail::make_staged(src, pd.diff_src_desc(), false);
+    v.weights = detail::make_staged(weights, pd.weights_desc(), true);
+    v.dst = detail::make_staged(dst, pd.diff_dst_desc(), true);
+  } else {
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(algo, src_p, weights_p, dst_p, c.strides,
+                                                 c.dilates, c.pad_l, c.pad_r),
+        attr, eng, fwd);
+    v.scratch = pd.scratchpad_desc();
+    v.primitive = dnnl::convolution_backward_weights(pd);
+    v.src = detail::make_staged(src, pd.src_desc(), true);
+    v.weights = detail::make_staged(weights, pd.diff_weights_desc(), false);
+    v.dst = detail::make_staged(dst, pd.diff_dst_desc(), true);
+  }
+  return v;
+}
+
+// The variants of one convolution and which one runs. Which is faster (a slower kernel on plain
+// layouts, or oneDNN's blocked kernel plus the reorders) depends on the shape, the direction and
+// the threads, and oneDNN cannot tell; so the first calls alternate between them, timed, and the
+// faster one runs from then on.
+struct ConvEntry {
+  static constexpr int trials = 6;    // calls timed, alternating: the best of 3 of each
+  std::vector<ConvVariant> variants;  // plain first; blocked when oneDNN prefers other layouts
+  mutable std::mutex mutex;
+  mutable int started = 0;
+  mutable double best[2] = {INFINITY, INFINITY};
+  mutable std::atomic<int> chosen{-1};
+};
+
+class ConvKernel final : public Kernel {
+ public:
+  std::string_view name() const override { return "onednn_conv"; }
+
+  bool handles(KernelCall const& call) const override {
+    auto c = analyze(call);
+    return c && entry(*c) != nullptr;
+  }
+
+  Status run(KernelCall const& call) const override {
+    auto c = analyze(call);
+    std::shared_ptr<ConvEntry const> e = c ? entry(*c) : nullptr;
+    if (!e) return Error(ErrorCode::unsupported, "onednn_conv: not a convolution piece it handles");
+    CLEAVE_CHECK_OK(detail::check_data(name(), call));
+    if (c->ih_store != 0 && (c->ih != c->ih_store || c->iw != c->iw_store))
+      std::fill(call.output.data, call.output.data + tdl::box_volume(call.piece->output), 0.f);
+    int v = e->chosen.load(std::memory_order_acquire);
+    bool timed = false;
+    if (v < 0) {
+      std::lock_guard lock(e->mutex);
+      v = e->chosen.load();
+      if (v < 0) {
+        v = e->started++ % 2;
+        timed = true;
+      }
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = run_variant(call, *c, e->variants[static_cast<std::size_t>(v)]);
+    if (timed && s.is_ok()) {
+      double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard lock(e->mutex);
+      e->best[v] = std::min(e->best[v], t);
+      if (e->started >= ConvEntry::trials && e->chosen.load() < 0)
+        e->chosen.store(e->best[1] < e->best[0] ? 1 : 0, std::memory_order_release);
+    }
+    return s;
+  }
+
+ private:
+  Status run_variant(KernelCall const& call, ConvShape const& c, ConvVariant const& e) const {
+    auto data = [&](int input) {
+      return input < 0 ? static_cast<float const*>(call.output.data)
+                       : call.inputs[static_cast<std::size_t>(input)].data;
+    };
+    // Which of the three is the call's output.
+    Direction d = c.direction;
+    bool src_in = d != Direction::backward_data, weights_in = d != Direction::backward_weights;
+    bool dst_in = d != Direction::forward;
+    CLEAVE_TRY(dnnl::memory src, detail::stage_in(name(), e.src, data(c.src), 0, src_in));
+    CLEAVE_TRY(dnnl::memory weights,
+               detail::stage_in(name(), e.weights, data(c.weights), 1, weights_in));
+    CLEAVE_TRY(dnnl::memory dst, detail::stage_in(name(), e.dst, data(c.dst), 2, dst_in));
+    int src_arg = d == Direction::backward_data ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
+    int weights_arg = d == Direction::backward_weights ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
+    int dst_arg = d == Direction::forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
+    CLEAVE_CHECK_OK(detail::execute(name(), e.primitive, e.scratch,
+                                    {{src_arg, src}, {weights_arg, weights}, {dst_arg, dst}}));
+    if (!src_in) return detail::stage_out(name(), e.src, src, call.output.data);
+    if (!weights_in) return detail::stage_out(name(), e.weights, weights, call.output.data);
+    return detail::stage_out(name(), e.dst, dst, call.output.data);
+  }
+
+  std::shared_ptr<ConvEntry const> entry(ConvShape const& c) const {
+    std::string key = detail::make_key(
+        "conv", {{static_cast<std::int64_t>(c.direction), c.n, c.ic, c.oc, c.groups, c.ih, c.iw,
+                  c.oh, c.ow, c.kh, c.kw, c.ih_store, c.iw_store},
+                 c.strides,
+                 c.dilates,
+                 c.pad_l,
+                 c.pad_r});
+    return cache_.get(key, [&] {
+      auto e = std::make_shared<ConvEntry>();
+      // The plain variant may be refused (strided dX blocks); the blocked one then runs alone.
+      try {
+        e->variants.push_back(make_variant(c, /*blocked=*/false));
+      } catch (dnnl::error const&) {
+      }
+      ConvVariant blocked = make_variant(c, /*blocked=*/true);
+      if (e->variants.empty() || blocked.src.staged() || blocked.weights.staged() ||
+          blocked.dst.staged())
+        e->variants.push_back(std::move(blocked));
+      if (e->variants.size() == 1) e->chosen = 0;
+      return std::shared_ptr<ConvEntry const>(std::move(e));
+    });
+  }
+
+  detail::PrimitiveCache<ConvEntry> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv_kernel() {
+  return std::make_unique<ConvKernel>();
+}
+
+}  // namespace cleave::runtime

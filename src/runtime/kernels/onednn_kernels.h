@@ -1,0 +1,30 @@
+// The built-in kernels, one factory each; KernelRegistry::with_builtins() registers them in order
+// (the first that handles a call runs it).
+#pragma once
+
+#include <memory>
+
+#include "runtime/kernels/kernel.h"
+
+namespace cleave::runtime {
+
+// oneDNN matmul: matmul, batch_matmul, linear and their gradients (onednn_matmul.cc).
+std::unique_ptr<Kernel> make_contraction_kernel();
+// oneDNN convolution: conv2d, conv2d_grad_input, conv2d_grad_weight (onednn_conv.cc).
+std::unique_ptr<Kernel> make_conv_kernel();
+// oneDNN pooling: max_pool2d, avg_pool2d (onednn_pool.cc).
+std::unique_ptr<Kernel> make_pool_kernel();
+// oneDNN eltwise, binary, softmax and layer norm (onednn_eltwise.cc).
+std::unique_ptr<Kernel> make_eltwise_kernel();
+std::unique_ptr<Kernel> make_binary_kernel();
+std::unique_ptr<Kernel> make_softmax_kernel();
+std::unique_ptr<Kernel> make_layer_norm_kernel();
+// Plain loops: every op whose statement is element-wise
+// or a top-level reduction of an element-wise body with affine indices (expression_kernel.cc).
+std::unique_ptr<Kernel> make_expression_kernel();
+// Plain loops per row: cross_entropy(_grad), layer_norm_grad_input/gamma (loop_kernels.cc).
+std::unique_ptr<Kernel> make_row_kernel();
+// embedding_grad as a scatter-add (loop_kernels.cc).
+std::unique_ptr<Kernel> make_embedding_grad_kernel();
+
+}  // namespace cleave::runtime
