@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "lower/lifetime.h"
+
 namespace cleave::sim {
 
 std::vector<Resource> resources_of(cluster::Cluster const& c) {
@@ -186,10 +188,10 @@ void add_breakdown(Prediction& p, lower::Program const& program) {
   b.idle_s = std::max(0.0, p.step_time_s - b.compute_s - b.exposed_comm_s - b.exposed_swap_s);
 }
 
-// Memory over the simulated order: blocks held before the step persist; a task's output lives
-// from its start until the last task reading it ends (or to the end of the step if none does). A
-// swap-out moves no data onto its device: it frees its region there when it ends, in place of the
-// block it copies (whose readers then no longer keep it).
+// Memory over the simulated order, by the rule lower::output_lifetimes states (the runtime's
+// arenas free blocks by the same rule): blocks held before the step persist; a task's output lives
+// from its start until the last task reading it ends (or to the end of the step if none does); a
+// swap-out frees its region when it ends, in place of the block it copies.
 void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& program,
                 cluster::Cluster const& c) {
   auto devices = static_cast<std::size_t>(program.num_devices);
@@ -201,26 +203,20 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   for (auto const& b : program.initial)
     allocs[static_cast<std::size_t>(b.device)].push_back(
         {0.0, bytes_of(graph, b.tensor, b.region)});
-  std::vector<double> last_use(tasks.size(), -1);
-  std::vector<bool> swapped(tasks.size(), false);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    for (auto dep : tasks[i].deps) {
-      last_use[dep] = std::max(last_use[dep], p.sim.spans[i].end);
-      bool copied = tasks[i].kind == lower::TaskKind::swap_out &&
-                    tasks[dep].device == tasks[i].device && tasks[dep].tensor == tasks[i].tensor;
-      if (copied) swapped[dep] = true;
-    }
-  }
+  auto lifetimes = lower::output_lifetimes(program);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     auto const& t = tasks[i];
     std::int64_t size = bytes_of(graph, t.tensor, t.region);
     auto d = static_cast<std::size_t>(t.device);
-    if (t.kind == lower::TaskKind::swap_out) {
+    if (!lifetimes[i].allocates) {
       frees[d].push_back({p.sim.spans[i].end, size});
       continue;
     }
     allocs[d].push_back({p.sim.spans[i].start, size});
-    if (last_use[i] >= 0 && !swapped[i]) frees[d].push_back({last_use[i], size});
+    double last_use = -1;
+    for (lower::TaskId r : lifetimes[i].readers)
+      last_use = std::max(last_use, p.sim.spans[r].end);
+    if (last_use >= 0 && !lifetimes[i].swapped) frees[d].push_back({last_use, size});
   }
   auto by_time = [](Event const& x, Event const& y) { return x.first < y.first; };
   for (std::size_t d = 0; d < devices; ++d) {
