@@ -2,6 +2,8 @@
 # The whole test suite: installs what is missing, builds, runs every test with ctest, then builds
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the tests there too (the error
 # paths must not crash or corrupt anything). CLEAVE_SKIP_SANITIZE=1 skips the second pass.
+# CLEAVE_TSAN=1 adds a ThreadSanitizer build of the runtime's tests only (its worker threads) and
+# runs them (ctest -L runtime); it is off by default, as a third build does not fit CI's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -12,4 +14,11 @@ if [ "${CLEAVE_SKIP_SANITIZE:-0}" != "1" ]; then
     -DCLEAVE_SANITIZE=ON -DCLEAVE_BUILD_BENCH=OFF
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan -j "$jobs" --output-on-failure --timeout 900
+fi
+if [ "${CLEAVE_TSAN:-0}" = "1" ]; then
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLEAVE_SANITIZE_THREAD=ON \
+    -DCLEAVE_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-tsan -j "$jobs" --target runtime_tests runtime_fault_tests
+  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -L runtime -j "$jobs" \
+    --output-on-failure --timeout 900
 fi

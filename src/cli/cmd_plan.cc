@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/plan_input.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "ir/graph_json.h"
@@ -103,39 +104,24 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
 }
 
 int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
-  auto p = plan::load_plan(cmd.plan);
-  if (!p) return report(p.error());
-  auto model = load_model(p->model, registry, cmd.training);
-  if (!model) return report(model.error().with_context("rebuilding the plan's model"));
-  auto cluster = cluster::load_cluster(p->cluster);
-  if (!cluster) return report(cluster.error().with_context("rebuilding the plan's cluster"));
-  if (static_cast<std::size_t>(p->num_devices) != cluster->num_devices())
-    return report(
-        Error(ErrorCode::invalid_argument, "the plan uses " + std::to_string(p->num_devices) +
-                                               " devices but cluster " + p->cluster + " has " +
-                                               std::to_string(cluster->num_devices())));
-  if (!p->cluster_fingerprint.empty() &&
-      p->cluster_fingerprint != cluster::fingerprint_hex(*cluster))
-    return report(Error(ErrorCode::invalid_argument,
-                        "the plan was made for cluster " + p->cluster + " with fingerprint " +
-                            p->cluster_fingerprint + ", but " + p->cluster + " is now " +
-                            cluster::fingerprint_hex(*cluster) +
-                            " (its file or preset changed): plan again for this cluster"));
-  auto cost = cost_model(*cluster, cmd.profile);
+  auto input = load_plan_input(cmd.plan, registry, cmd.training);
+  if (!input) return report(input.error());
+  auto const& [p, model, cluster] = *input;
+  auto cost = cost_model(cluster, cmd.profile);
   if (!cost) return report(cost.error());
   lower::Program program;
-  auto prediction = predict_plan(*model, *p, *cost, registry, &program);
+  auto prediction = predict_plan(model, p, *cost, registry, &program);
   if (!prediction)
     return report(prediction.error().with_context("in plan file '" + cmd.plan + "'"));
-  auto ideal = ideal_step(*model, *cost, registry);
+  auto ideal = ideal_step(model, *cost, registry);
   if (!ideal) return report(ideal.error());
-  report::PlanRow row{p->provenance.algorithm, *prediction, *ideal, p->provenance.search_time_s};
+  report::PlanRow row{p.provenance.algorithm, *prediction, *ideal, p.provenance.search_time_s};
   if (!cmd.trace.empty()) {
     auto st =
-        write_file_atomic(cmd.trace, report::chrome_trace(model->training, program, *prediction));
+        write_file_atomic(cmd.trace, report::chrome_trace(model.training, program, *prediction));
     if (!st) return report(st.error());
   }
-  print_rows(model->label, p->cluster, {row}, cmd.profile, cmd.json);
+  print_rows(model.label, p.cluster, {row}, cmd.profile, cmd.json);
   return 0;
 }
 

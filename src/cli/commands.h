@@ -86,6 +86,19 @@ struct CompareCommand {
 };
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
 
+struct RunCommand {
+  std::string plan;         // a cleave.plan/1 file; its model and cluster are rebuilt from it
+  int steps = 1;            // training steps
+  std::uint64_t seed = 0;   // of the synthetic data
+  bool check = false;       // compare with the unpartitioned graph on one device
+  double tolerance = 1e-4;  // of the check's max relative error (runtime/check.h)
+  std::string trace;        // empty: no trace; else the last step's measured Chrome trace
+  std::string fail_op;      // fault injection (tests): the compute tasks of this op fail
+  TrainingFlags training;
+  bool json = false;
+};
+int run_run(ops::OpRegistry const& registry, RunCommand const& cmd);
+
 // Prints the error to stderr and returns 1.
 int report(Error const& error);
 

@@ -122,6 +122,28 @@ int main(int argc, char** argv) {
   compare->add_option("--profile", compare_cmd.profile, profile_help);
   add_training(compare, compare_cmd.training);
 
+  cli::RunCommand run_cmd;
+  auto* run = app.add_subcommand(
+      "run", "run training steps of a saved plan on this machine's CPU, one worker per device "
+             "(its model and cluster are rebuilt from it)");
+  run->add_option("plan", run_cmd.plan, "a cleave.plan/1 file")->required();
+  run->add_option("--steps", run_cmd.steps, "training steps (default 1)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--seed", run_cmd.seed, "seed of the synthetic data (default 0)");
+  run->add_flag("--check", run_cmd.check,
+                "also run the unpartitioned graph on one device and compare loss, gradients and "
+                "updated weights; exit non-zero beyond the tolerance");
+  run->add_option("--tolerance", run_cmd.tolerance,
+                  "largest max relative error the check accepts (default 1e-4)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--trace", run_cmd.trace,
+                  "write the last step's measured timeline (Chrome trace: Perfetto, "
+                  "chrome://tracing)");
+  run->add_option("--fail-op", run_cmd.fail_op, "testing: make the compute tasks of this op fail")
+      ->group("");
+  run->add_flag("--json", run_cmd.json, "print cleave.run/1 JSON");
+  add_training(run, run_cmd.training);
+
   CLI11_PARSE(app, argc, argv);
 
   auto registry = ops::OpRegistry::with_builtins();
@@ -138,5 +160,6 @@ int main(int argc, char** argv) {
   if (*plan) return cli::run_plan(*registry, plan_cmd);
   if (*simulate) return cli::run_simulate(*registry, simulate_cmd);
   if (*compare) return cli::run_compare(*registry, compare_cmd);
+  if (*run) return cli::run_run(*registry, run_cmd);
   return cli::run_check_graph(*registry, check_cmd);
 }

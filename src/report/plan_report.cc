@@ -75,8 +75,7 @@ std::string rows_to_json(std::string const& model, std::string const& cluster,
 }
 
 std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
-                         sim::Prediction const& prediction) {
-  auto const& sim = prediction.sim;
+                         Timeline const& timeline) {
   auto events = nlohmann::json::array();
   char const* threads[] = {"compute", "transfers in", "collectives", "host copies"};
   for (int d = 0; d < program.num_devices; ++d) {
@@ -121,29 +120,66 @@ std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
                       {"ph", "X"},
                       {"pid", t.device},
                       {"tid", tid},
-                      {"ts", sim.spans[i].start * 1e6},
-                      {"dur", (sim.spans[i].end - sim.spans[i].start) * 1e6},
+                      {"ts", timeline.tasks[i].start * 1e6},
+                      {"dur", (timeline.tasks[i].end - timeline.tasks[i].start) * 1e6},
                       {"args", {{"bytes", t.bytes.value()}, {"flops", t.flops.value()}}}});
   }
   // A collective is one event on every device of its group.
   for (std::size_t c = 0; c < program.collectives.size(); ++c) {
     auto const& col = program.collectives[c];
-    auto const& s = prediction.collectives[c];
-    std::string name = s.kind + " " + s.tensor;
+    auto const& s = timeline.collectives[c];
     for (int d : col.group)
-      events.push_back({{"name", name},
+      events.push_back({{"name", s.name},
                         {"ph", "X"},
                         {"pid", d},
                         {"tid", 2},
                         {"ts", s.start_s * 1e6},
-                        {"dur", s.seconds * 1e6},
+                        {"dur", (s.end_s - s.start_s) * 1e6},
                         {"args",
                          {{"bytes", s.bytes},
                           {"algorithm", s.algorithm},
-                          {"devices", s.group_size},
+                          {"devices", col.group.size()},
                           {"tasks", col.members.size()}}}});
   }
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+}
+
+Timeline simulated_timeline(lower::Program const& program, sim::Prediction const& prediction) {
+  Timeline t;
+  t.tasks = prediction.sim.spans;
+  for (std::size_t c = 0; c < program.collectives.size(); ++c) {
+    auto const& s = prediction.collectives[c];
+    t.collectives.push_back(
+        {s.kind + " " + s.tensor, s.algorithm, s.bytes, s.start_s, s.start_s + s.seconds});
+  }
+  return t;
+}
+
+Timeline measured_timeline(ir::Graph const& graph, lower::Program const& program,
+                           std::vector<sim::TaskSpan> tasks, std::string const& algorithm) {
+  Timeline t;
+  t.tasks = std::move(tasks);
+  for (auto const& col : program.collectives) {
+    char const* kind = col.kind == lower::CollectiveKind::all_gather       ? "all-gather"
+                       : col.kind == lower::CollectiveKind::reduce_scatter ? "reduce-scatter"
+                                                                           : "all-reduce";
+    Timeline::CollectiveSpan span{std::string(kind) + " " + graph.tensor(col.tensor).name,
+                                  algorithm, col.bytes.value(), 0, 0};
+    bool first = true;
+    for (auto m : col.members) {
+      auto const& ts = t.tasks[m];
+      span.start_s = first ? ts.start : std::min(span.start_s, ts.start);
+      span.end_s = first ? ts.end : std::max(span.end_s, ts.end);
+      first = false;
+    }
+    t.collectives.push_back(std::move(span));
+  }
+  return t;
+}
+
+std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
+                         sim::Prediction const& prediction) {
+  return chrome_trace(graph, program, simulated_timeline(program, prediction));
 }
 
 }  // namespace cleave::report

@@ -30,9 +30,32 @@ std::string rows_to_text(std::string const& model, std::string const& cluster,
 std::string rows_to_json(std::string const& model, std::string const& cluster,
                          std::vector<PlanRow> const& rows);
 
+// When each task and each collective ran, simulated or measured: what a trace shows.
+struct Timeline {
+  std::vector<sim::TaskSpan> tasks;  // per task of the program, in seconds from the step's start
+  struct CollectiveSpan {
+    std::string name;       // "all-reduce fc.w.grad"
+    std::string algorithm;  // "ring", "tree"; for a measured run, how the runtime ran it
+    std::int64_t bytes = 0;
+    double start_s = 0;
+    double end_s = 0;
+  };
+  std::vector<CollectiveSpan> collectives;  // per collective of the program
+};
+
+// The simulator's timeline: its task spans and each collective as priced.
+Timeline simulated_timeline(lower::Program const& program, sim::Prediction const& prediction);
+// A measured timeline from per-task spans: each collective spans its members' first start to
+// their last end; `algorithm` names how they ran.
+Timeline measured_timeline(ir::Graph const& graph, lower::Program const& program,
+                           std::vector<sim::TaskSpan> tasks, std::string const& algorithm);
+
 // Chrome trace events: one process per device, threads "compute", "transfers in" (point to point),
 // "collectives" (each collective once per device of its group, not its member tasks) and "host
-// copies".
+// copies". Simulated and measured traces come from this one function.
+std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
+                         Timeline const& timeline);
+// chrome_trace(graph, program, simulated_timeline(program, prediction)).
 std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
                          sim::Prediction const& prediction);
 

@@ -225,10 +225,11 @@ void sort_events(std::vector<MemoryEvent>& events, std::vector<MemoryEvent>& scr
   }
 }
 
-// Memory over the simulated order: blocks held before the step persist; a task's output lives
-// from its start until the last task reading it ends (or to the end of the step if none does). A
-// swap-out moves no data onto its device: it frees its region there when it ends, in place of the
-// block it copies (whose readers then no longer keep it).
+// Memory over the simulated order, by the rule lower::output_lifetimes states (the runtime's
+// arenas free blocks by the same rule): blocks held before the step persist; a task's output lives
+// from its start until the last task reading it ends (or to the end of the step if none does); a
+// swap-out frees its region when it ends, in place of the block it copies. Computed inline rather
+// than through output_lifetimes' per-task reader lists: summarize runs after every delta.
 void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& program,
                 cluster::Cluster const& c) {
   auto devices = static_cast<std::size_t>(program.num_devices);

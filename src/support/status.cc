@@ -18,6 +18,10 @@ char const* error_code_name(ErrorCode code) {
     return "io_error";
   case ErrorCode::unsupported:
     return "unsupported";
+  case ErrorCode::out_of_memory:
+    return "out_of_memory";
+  case ErrorCode::execution_failed:
+    return "execution_failed";
   }
   return "unknown";
 }

@@ -17,6 +17,8 @@ enum class ErrorCode {
   cycle,             // a graph is not acyclic
   io_error,          // a file cannot be read or written
   unsupported,       // well-formed input that cleave does not handle
+  out_of_memory,     // a plan's blocks do not fit a device's memory when it runs
+  execution_failed,  // a kernel or worker failed while running a plan
 };
 
 char const* error_code_name(ErrorCode code);

@@ -459,5 +459,62 @@ TEST(Cli, BadPlansAreClearErrors) {
   }
 }
 
+// `cleave run`: real steps of a saved plan, the check against the unpartitioned graph, JSON, the
+// measured trace (the simulator's format), and the errors: a bad plan file, a plan for another
+// graph, a plan that does not fit, an injected kernel failure.
+TEST(Cli, RunPlans) {
+  std::string plan = (scratch() / "run_tofu.json").string();
+  std::string trace = (scratch() / "run_trace.json").string();
+  std::string model = "mlp:layers=2,hidden=8,input=6,classes=3,batch=8";
+  ASSERT_EQ(cleave("plan " + model + " --cluster cpu:devices=4 --algo tofu -o " + plan).code, 0);
+  Outcome text = cleave("run " + plan + " --steps 2 --check");
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (char const* part : {"step time", " ms", "compute", "peak mem", "sim peak", "passed"})
+    EXPECT_NE(text.out.find(part), std::string::npos) << part << "\n" << text.out;
+  Outcome json = cleave("run " + plan + " --check --json --trace " + trace);
+  ASSERT_EQ(json.code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["format"], "cleave.run/1");
+  EXPECT_EQ(j["devices"].size(), 4u);
+  EXPECT_TRUE(j["check"]["passed"].get<bool>());
+  EXPECT_LE(j["check"]["max_relative_error"].get<double>(), 1e-4);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  for (auto const& d : j["devices"])
+    EXPECT_GT(d["peak_memory_bytes"].get<std::int64_t>(), 0);
+  auto events = nlohmann::json::parse(slurp(trace))["traceEvents"];
+  EXPECT_GT(events.size(), 4u * 5);  // names of 4 devices and their threads, then the tasks
+
+  // Tofu's plan reorders sums (rounding differences near 1e-7, the same on every run: the
+  // arithmetic does not depend on the workers' timing), so a tolerance of 0 fails the check.
+  Outcome strict = cleave("run " + plan + " --check --tolerance 0 --steps 2");
+  EXPECT_EQ(strict.code, 1) << strict.out;
+  EXPECT_NE(strict.err.find("exceeds the tolerance"), std::string::npos) << strict.err;
+  EXPECT_NE(strict.out.find("FAILED"), std::string::npos) << strict.out;
+
+  std::string tiny = (scratch() / "run_tiny.json").string();
+  ASSERT_EQ(cleave("plan " + model +
+                   " --cluster cpu:devices=2,memory=1KiB --algo data-parallel "
+                   "-o " +
+                   tiny)
+                .code,
+            0);
+  std::string text_plan = slurp(plan);
+  std::string other = text_plan;
+  other.replace(other.find("hidden=8"), 8, "hidden=9");
+  Bad cases[] = {
+      {"run /no/such/plan.json", "/no/such/plan.json"},
+      {"run " + write("run_cut.json", text_plan.substr(0, text_plan.size() / 2)), "not valid JSON"},
+      {"run " + write("run_other.json", other), "the plan was made for graph"},
+      {"run " + tiny, "out of memory"},
+      {"run " + plan + " --fail-op fc1.linear", "injected kernel failure in op 'fc1.linear'"},
+      {"run " + plan + " --fail-op nope", "no op named 'nope'"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace cleave

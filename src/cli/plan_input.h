@@ -1,0 +1,23 @@
+// What every command that takes a saved plan needs: the plan, and the model and cluster rebuilt
+// from what the plan records (its model spec or file, its cluster spec or file, checked against
+// the cluster's fingerprint).
+#pragma once
+
+#include <string>
+
+#include "cli/model_input.h"
+#include "cluster/cluster.h"
+#include "plan/plan.h"
+
+namespace cleave::cli {
+
+struct PlanInput {
+  plan::Plan plan;
+  ModelInput model;
+  cluster::Cluster cluster;
+};
+
+Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry const& registry,
+                                    TrainingFlags const& flags);
+
+}  // namespace cleave::cli

@@ -1,0 +1,43 @@
+#include "runtime/arena.h"
+
+#include <algorithm>
+
+#include "ops/split_report.h"
+#include "support/assert.h"
+
+namespace cleave::runtime {
+
+Status Arena::allocate(Bytes size, std::string const& what) {
+  std::lock_guard lock(mutex_);
+  std::int64_t after = in_use_ + size.value();
+  if (after > capacity_.value()) {
+    std::int64_t shortfall = after - capacity_.value();
+    return Error(ErrorCode::out_of_memory,
+                 "device " + device_ + " is out of memory: " + what + " needs " +
+                     ops::format_bytes(size.value()) + " with " + ops::format_bytes(in_use_) +
+                     " of " + ops::format_bytes(capacity_.value()) + " in use, " +
+                     ops::format_bytes(shortfall) + " (" + std::to_string(shortfall) +
+                     " bytes) short; give the device more memory or plan again for it");
+  }
+  in_use_ = after;
+  peak_ = std::max(peak_, in_use_);
+  return Status::ok();
+}
+
+void Arena::release(Bytes size) {
+  std::lock_guard lock(mutex_);
+  CLEAVE_ASSERT(size.value() <= in_use_, "an arena released more than it holds");
+  in_use_ -= size.value();
+}
+
+Bytes Arena::in_use() const {
+  std::lock_guard lock(mutex_);
+  return Bytes(in_use_);
+}
+
+Bytes Arena::peak() const {
+  std::lock_guard lock(mutex_);
+  return Bytes(peak_);
+}
+
+}  // namespace cleave::runtime

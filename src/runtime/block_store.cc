@@ -1,0 +1,171 @@
+#include "runtime/block_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "support/assert.h"
+
+namespace cleave::runtime {
+namespace {
+
+bool inside(tdl::Box const& outer, tdl::Box const& inner) {
+  for (std::size_t d = 0; d < outer.size(); ++d)
+    if (inner[d].lo < outer[d].lo || inner[d].hi > outer[d].hi) return false;
+  return true;
+}
+
+bool empty_box(tdl::Box const& b) {
+  return std::any_of(b.begin(), b.end(), [](tdl::Interval i) { return i.empty(); });
+}
+
+// Row-major offset of coords in region.
+std::int64_t offset_in(tdl::Box const& region, std::vector<std::int64_t> const& coords) {
+  std::int64_t off = 0;
+  for (std::size_t d = 0; d < region.size(); ++d)
+    off = off * region[d].size() + (coords[d] - region[d].lo);
+  return off;
+}
+
+}  // namespace
+
+void copy_box(float const* src, tdl::Box const& src_region, float* dst, tdl::Box const& dst_region,
+              tdl::Box const& part) {
+  if (empty_box(part)) return;
+  std::size_t rank = part.size();
+  if (rank == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  std::vector<std::int64_t> coords(rank);
+  for (std::size_t d = 0; d < rank; ++d)
+    coords[d] = part[d].lo;
+  auto row = static_cast<std::size_t>(part[rank - 1].size());
+  while (true) {
+    std::memcpy(dst + offset_in(dst_region, coords), src + offset_in(src_region, coords),
+                row * sizeof(float));
+    // Next row: an odometer over every dimension but the last.
+    bool done = true;
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++coords[d] < part[d].hi) {
+        done = false;
+        break;
+      }
+      coords[d] = part[d].lo;
+    }
+    if (done) return;
+  }
+}
+
+std::string block_name(ir::Graph const& graph, ir::TensorId tensor, tdl::Box const& region) {
+  return "tensor " + graph.tensor(tensor).name + tdl::box_to_string(region);
+}
+
+Bytes block_bytes(ir::Graph const& graph, ir::TensorId tensor, tdl::Box const& region) {
+  return Bytes(tdl::box_volume(region) * ir::dtype_bytes(graph.tensor(tensor).type.dtype));
+}
+
+Status BlockStore::add(ir::TensorId tensor, tdl::Box region, std::vector<float> data, bool partial,
+                       lower::TaskId task) {
+  Block block{tensor, std::move(region), std::move(data), partial, task, Bytes()};
+  CLEAVE_ASSERT(static_cast<std::int64_t>(block.data.size()) == tdl::box_volume(block.region),
+                "a block's data does not match its region");
+  block.charged = block_bytes(graph_, block.tensor, block.region);
+  CLEAVE_CHECK_OK(arena_.allocate(block.charged, block_name(graph_, block.tensor, block.region)));
+  std::lock_guard lock(mutex_);
+  blocks_.push_back(std::make_unique<Block>(std::move(block)));
+  return Status::ok();
+}
+
+Expected<std::vector<float>> BlockStore::gather(ir::TensorId tensor, tdl::Box const& region) const {
+  auto volume = static_cast<std::size_t>(tdl::box_volume(region));
+  std::vector<float> out(volume, 0.0f);
+  std::vector<char> covered(volume, 0);
+  std::size_t count = 0;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto const& b : blocks_)  // the common case: one block holds all of it
+      if (b->tensor == tensor && !b->partial && inside(b->region, region)) {
+        copy_box(b->data.data(), b->region, out.data(), region, region);
+        return out;
+      }
+    for (auto const& b : blocks_) {
+      if (b->tensor != tensor || b->partial) continue;
+      tdl::Box part = tdl::intersect(region, b->region);
+      if (empty_box(part)) continue;
+      copy_box(b->data.data(), b->region, out.data(), region, part);
+      if (count == volume) continue;
+      // Mark what this block covered (blocks may overlap: halos delivered twice).
+      std::vector<float> ones(static_cast<std::size_t>(tdl::box_volume(part)), 1.0f);
+      std::vector<float> mask(volume, 0.0f);
+      copy_box(ones.data(), part, mask.data(), region, part);
+      for (std::size_t k = 0; k < volume; ++k)
+        if (mask[k] != 0 && !covered[k]) {
+          covered[k] = 1;
+          ++count;
+        }
+    }
+  }
+  if (count != volume)
+    return Error(ErrorCode::execution_failed, "the device lacks part of " +
+                                                  block_name(graph_, tensor, region) +
+                                                  " that a task reads");
+  return out;
+}
+
+Expected<std::vector<float>> BlockStore::read_written(lower::TaskId task,
+                                                      tdl::Box const& region) const {
+  std::lock_guard lock(mutex_);
+  for (auto const& b : blocks_) {
+    if (b->task != task) continue;
+    if (!inside(b->region, region))
+      return Error(ErrorCode::execution_failed, "a task reads outside the block it waits for");
+    std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(region)));
+    copy_box(b->data.data(), b->region, out.data(), region, region);
+    return out;
+  }
+  return Error(ErrorCode::execution_failed,
+               "the block of task " + std::to_string(task) + " is not on its device");
+}
+
+void BlockStore::free_written(lower::TaskId task) {
+  std::unique_ptr<Block> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = std::find_if(blocks_.begin(), blocks_.end(),
+                           [&](auto const& b) { return b->task == task; });
+    if (it == blocks_.end()) return;
+    dropped = std::move(*it);
+    blocks_.erase(it);
+  }
+  arena_.release(dropped->charged);
+}
+
+void BlockStore::free_inside(ir::TensorId tensor, tdl::Box const& region) {
+  Bytes released;
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(blocks_, [&](std::unique_ptr<Block> const& b) {
+      bool drop = b->tensor == tensor && !b->partial && inside(region, b->region);
+      if (drop) released += b->charged;
+      return drop;
+    });
+  }
+  arena_.release(released);
+}
+
+std::vector<Block> BlockStore::blocks_of(ir::TensorId tensor) const {
+  std::lock_guard lock(mutex_);
+  std::vector<Block> out;
+  for (auto const& b : blocks_)
+    if (b->tensor == tensor && !b->partial) out.push_back(*b);
+  return out;
+}
+
+void BlockStore::clear() {
+  std::lock_guard lock(mutex_);
+  for (auto const& b : blocks_)
+    arena_.release(b->charged);
+  blocks_.clear();
+}
+
+}  // namespace cleave::runtime

@@ -1,0 +1,428 @@
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <omp.h>
+
+#include "lower/lifetime.h"
+#include "runtime/comm_backend.h"
+#include "support/assert.h"
+#include "tdl/interpreter.h"
+
+namespace cleave::runtime {
+
+struct Executor::State {
+  State(ir::Graph const& g, lower::Program p, std::vector<DeviceInfo> d)
+      : graph(g), program(std::move(p)), devices(std::move(d)) {}
+  ir::Graph const& graph;
+  lower::Program program;
+  std::vector<DeviceInfo> devices;
+  std::vector<lower::OutputLifetime> lifetimes;
+  std::vector<std::shared_ptr<tdl::BoundOp const>> bound;  // per op
+  std::vector<std::optional<tdl::PieceInfo>> pieces;       // per task: compute tasks only
+  std::vector<std::vector<lower::TaskId>> per_device;      // task ids in program order
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using lower::Task;
+using lower::TaskId;
+using lower::TaskKind;
+
+std::vector<double> to_double(std::vector<float> const& v) {
+  return {v.begin(), v.end()};
+}
+std::vector<float> to_float(std::vector<double> const& v) {
+  return {v.begin(), v.end()};
+}
+
+float reducer_identity_f(tdl::Reducer r) {
+  return static_cast<float>(tdl::reducer_identity(r));
+}
+
+void combine_into(std::vector<float>& out, std::vector<float> const& in, tdl::Reducer r) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    switch (r) {
+    case tdl::Reducer::max:
+      out[i] = std::max(out[i], in[i]);
+      break;
+    case tdl::Reducer::min:
+      out[i] = std::min(out[i], in[i]);
+      break;
+    case tdl::Reducer::prod:
+      out[i] *= in[i];
+      break;
+    default:
+      out[i] += in[i];
+    }
+  }
+}
+
+tdl::Box whole_box(ir::Shape const& shape) {
+  tdl::Box b;
+  for (auto d : shape)
+    b.push_back({0, d});
+  return b;
+}
+
+// One step: shared state of the workers.
+class StepRun {
+ public:
+  StepRun(Executor::State const& s, ExecOptions const& options)
+      : s_(s), options_(options), done_(s.program.tasks.size(), 0),
+        remaining_(s.program.tasks.size(), 0), spans_(s.program.tasks.size()),
+        stats_(s.devices.size()), captured_(s.graph.num_tensors(), false),
+        host_arena_("host", Bytes(std::numeric_limits<std::int64_t>::max())),
+        host_(s.graph, host_arena_) {
+    for (auto const& d : s.devices)
+      arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity));
+    std::vector<BlockStore*> stores;
+    for (auto& a : arenas_) {
+      stores_.push_back(std::make_unique<BlockStore>(s.graph, *a));
+      stores.push_back(stores_.back().get());
+    }
+    backend_ = std::make_unique<InProcessBackend>(stores);
+    for (TaskId i = 0; i < s.program.tasks.size(); ++i)
+      remaining_[i] = static_cast<int>(s.lifetimes[i].readers.size());
+    for (auto t : options.capture)
+      captured_[t.value()] = true;
+  }
+
+  Expected<StepResult> run(Values const& sources) {
+    for (auto const& b : s_.program.initial) {
+      ir::Tensor const& t = s_.graph.tensor(b.tensor);
+      auto it = sources.find(t.name);
+      if (it == sources.end())
+        return Error(ErrorCode::not_found, "no value given for source tensor '" + t.name + "'");
+      if (static_cast<std::int64_t>(it->second.size()) != ir::num_elements(t.type.shape))
+        return Error(ErrorCode::shape_mismatch,
+                     "the value given for '" + t.name + "' has the wrong number of elements");
+      std::vector<float> data(static_cast<std::size_t>(tdl::box_volume(b.region)));
+      copy_box(it->second.data(), whole_box(t.type.shape), data.data(), b.region, b.region);
+      CLEAVE_CHECK_OK(store(b.device).add(b.tensor, b.region, std::move(data), false, no_task));
+    }
+    int threads = options_.threads_per_device;
+    if (threads <= 0) {
+      int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      threads = std::max(1, cores / std::max(1, s_.program.num_devices));
+    }
+    start_ = Clock::now();
+    std::vector<std::thread> workers;
+    for (int d = 0; d < s_.program.num_devices; ++d)
+      workers.emplace_back([this, d, threads] { work(d, threads); });
+    for (auto& w : workers)
+      w.join();
+    double step_s = seconds_since_start();
+    if (error_) return std::move(*error_);
+    StepResult result;
+    result.step_s = step_s;
+    result.spans = spans_;
+    for (std::size_t d = 0; d < stats_.size(); ++d) {
+      auto& st = stats_[d];
+      st.idle_s = std::max(0.0, step_s - st.compute_s - st.comm_s);
+      st.peak = arenas_[d]->peak();
+      st.capacity = arenas_[d]->capacity();
+    }
+    result.devices = stats_;
+    result.values = assemble();
+    return result;
+  }
+
+ private:
+  BlockStore& store(int device) { return *stores_[static_cast<std::size_t>(device)]; }
+  double seconds_since_start() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+  void work(int device, int threads) {
+    omp_set_num_threads(threads);  // oneDNN's kernels use OpenMP
+    for (TaskId id : s_.per_device[static_cast<std::size_t>(device)]) {
+      if (!wait_for_deps(id)) return;
+      double start = seconds_since_start();
+      Status st = Status::ok();
+      try {
+        st = execute(id);
+      } catch (std::exception const& e) {
+        st = Error(ErrorCode::execution_failed, std::string("worker exception: ") + e.what());
+      }
+      double end = seconds_since_start();
+      spans_[id] = {start, end};
+      auto& stats = stats_[static_cast<std::size_t>(device)];
+      Task const& task = s_.program.tasks[id];
+      bool comm = task.kind == TaskKind::transfer || task.kind == TaskKind::swap_out ||
+                  task.kind == TaskKind::swap_in;
+      (comm ? stats.comm_s : stats.compute_s) += end - start;
+      if (!st) {
+        fail(std::move(st).error().with_context(describe(id)));
+        return;
+      }
+      finish(id);
+    }
+  }
+
+  std::string device_name(int d) const {
+    return s_.devices[static_cast<std::size_t>(d)].name;
+  }
+
+  // "in task 12 (transfer of tensor x[0,4) from device cpu1) on device cpu0".
+  std::string describe(TaskId id) const {
+    Task const& t = s_.program.tasks[id];
+    std::string block = block_name(s_.graph, t.tensor, t.region);
+    std::string what;
+    switch (t.kind) {
+    case TaskKind::compute:
+      what = "compute task of op '" + s_.graph.op(t.op).name + "' piece " +
+             tdl::box_to_string(t.iteration);
+      break;
+    case TaskKind::transfer:
+      what = "transfer of " + block + " from device " + device_name(t.source_device);
+      break;
+    case TaskKind::reduce:
+      what = "reduce task of " + block;
+      break;
+    case TaskKind::swap_out:
+    case TaskKind::swap_in:
+      what = "host copy of " + block;
+      break;
+    }
+    return "in task " + std::to_string(id) + " (" + what + ") on device " + device_name(t.device);
+  }
+
+  bool wait_for_deps(TaskId id) {
+    auto const& deps = s_.program.tasks[id].deps;
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] {
+      return failed_ ||
+             std::all_of(deps.begin(), deps.end(), [&](TaskId d) { return done_[d] != 0; });
+    });
+    return !failed_;
+  }
+
+  void fail(Error error) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!failed_) error_ = std::move(error);
+      failed_ = true;
+    }
+    backend_->abort();
+    cv_.notify_all();
+  }
+
+  // Marks the task done and frees the blocks whose last reader it was.
+  void finish(TaskId id) {
+    std::vector<TaskId> expired;
+    {
+      std::lock_guard lock(mutex_);
+      done_[id] = 1;
+      for (TaskId dep : s_.program.tasks[id].deps)
+        if (--remaining_[dep] == 0 && !s_.lifetimes[dep].swapped && s_.lifetimes[dep].allocates)
+          expired.push_back(dep);
+    }
+    cv_.notify_all();
+    for (TaskId dep : expired) {
+      Task const& t = s_.program.tasks[dep];
+      if (captured_[t.tensor.value()] && !t.partial) capture(t);
+      store(t.device).free_written(dep);
+    }
+  }
+
+  // Keeps a copy of a block about to be freed, outside any arena.
+  void capture(Task const& t) {
+    for (auto& b : store(t.device).blocks_of(t.tensor)) {
+      if (b.region != t.region) continue;
+      std::lock_guard lock(mutex_);
+      kept_.push_back(std::move(b));
+      return;
+    }
+  }
+
+  Status execute(TaskId id) {
+    Task const& task = s_.program.tasks[id];
+    switch (task.kind) {
+    case TaskKind::compute:
+      return compute(id, task);
+    case TaskKind::transfer: {
+      CopyRequest request{task.source_device, task.device, task.tensor, task.region,
+                          task.partial ? task.deps.at(0) : no_task};
+      CLEAVE_TRY(auto data, backend_->copy(request));
+      return store(task.device).add(task.tensor, task.region, std::move(data), task.partial, id);
+    }
+    case TaskKind::reduce: {
+      std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(task.region)),
+                             reducer_identity_f(task.reducer));
+      for (TaskId dep : task.deps) {
+        CLEAVE_TRY(auto part, store(task.device).read_written(dep, task.region));
+        combine_into(out, part, task.reducer);
+      }
+      return store(task.device).add(task.tensor, task.region, std::move(out), false, id);
+    }
+    case TaskKind::swap_out: {
+      CLEAVE_TRY(auto data, store(task.device).gather(task.tensor, task.region));
+      CLEAVE_CHECK_OK(host_.add(task.tensor, task.region, std::move(data), false, id));
+      store(task.device).free_inside(task.tensor, task.region);
+      return Status::ok();
+    }
+    case TaskKind::swap_in: {
+      auto data = host_.gather(task.tensor, task.region);
+      if (!data)
+        return Error(ErrorCode::execution_failed,
+                     "the host holds no copy of " + block_name(s_.graph, task.tensor, task.region) +
+                         " to swap in");
+      return store(task.device).add(task.tensor, task.region, std::move(*data), false, id);
+    }
+    }
+    return Status::ok();
+  }
+
+  Status compute(TaskId id, Task const& task) {
+    ir::Op const& op = s_.graph.op(task.op);
+    if (!options_.fail_op.empty() && op.name == options_.fail_op)
+      return Error(ErrorCode::execution_failed, "injected kernel failure in op '" + op.name + "'");
+    tdl::BoundOp const& bound = *s_.bound[task.op.value()];
+    tdl::PieceInfo const& info = *s_.pieces[id];
+    std::vector<std::vector<float>> inputs(op.inputs.size());
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (info.inputs[i].empty()) continue;
+      CLEAVE_TRY(inputs[i], store(task.device).gather(op.inputs[i], info.inputs[i].box));
+    }
+    std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(info.output)));
+    KernelCall call{&s_.graph, &op, &bound, &info, {}, {out.data(), info.output}};
+    for (std::size_t i = 0; i < op.inputs.size(); ++i)
+      call.inputs.push_back({inputs[i].empty() ? nullptr : inputs[i].data(), info.inputs[i].box});
+    auto& stats = stats_[static_cast<std::size_t>(task.device)];
+    Kernel const* kernel = options_.kernels ? options_.kernels->find(call) : nullptr;
+    if (kernel) {
+      Status st = kernel->run(call);
+      if (!st)
+        return std::move(st).error().with_context("in kernel " + std::string(kernel->name()));
+      ++stats.kernel_tasks;
+    } else {
+      CLEAVE_TRY(out, interpret(op, bound, info, task, inputs));
+      ++stats.interpreted_tasks;
+    }
+    return store(task.device).add(task.tensor, info.output, std::move(out), task.partial, id);
+  }
+
+  // The TDL reference interpreter on the piece (the fallback where no kernel handles it).
+  Expected<std::vector<float>> interpret(ir::Op const& op, tdl::BoundOp const& bound,
+                                         tdl::PieceInfo const& info, Task const& task,
+                                         std::vector<std::vector<float>> const& inputs) {
+    std::vector<tdl::TensorData> data;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      auto const& shape = s_.graph.tensor(op.inputs[i]).type.shape;
+      if (info.inputs[i].empty())
+        data.push_back(tdl::TensorData::zeros(shape, tdl::Box(info.inputs[i].box.size())));
+      else
+        data.push_back({shape, info.inputs[i].box, to_double(inputs[i])});
+    }
+    CLEAVE_TRY(tdl::TensorData out, tdl::evaluate(bound, task.iteration, data));
+    CLEAVE_ASSERT(out.region == info.output, "the interpreter wrote another region");
+    return to_float(out.values);
+  }
+
+  // Whole values of produced and captured tensors, from every device, the host and the captures.
+  Values assemble() {
+    Values values;
+    for (auto const& t : s_.graph.tensors()) {
+      bool produced = s_.graph.producer(t.id).valid();
+      if (!produced && !captured_[t.id.value()]) continue;
+      tdl::Box all = whole_box(t.type.shape);
+      auto volume = static_cast<std::size_t>(tdl::box_volume(all));
+      std::vector<float> out(volume, 0.0f);
+      std::vector<float> mask(volume, 0.0f);
+      auto add = [&](Block const& b) {
+        copy_box(b.data.data(), b.region, out.data(), all, b.region);
+        std::vector<float> ones(b.data.size(), 1.0f);
+        copy_box(ones.data(), b.region, mask.data(), all, b.region);
+      };
+      for (auto const& st : stores_)
+        for (auto const& b : st->blocks_of(t.id))
+          add(b);
+      for (auto const& b : host_.blocks_of(t.id))
+        add(b);
+      for (auto const& b : kept_)
+        if (b.tensor == t.id) add(b);
+      if (std::all_of(mask.begin(), mask.end(), [](float m) { return m != 0; }))
+        values.emplace(t.name, std::move(out));
+    }
+    for (auto const& st : stores_)
+      st->clear();
+    host_.clear();
+    return values;
+  }
+
+  Executor::State const& s_;
+  ExecOptions const& options_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<char> done_;
+  std::vector<int> remaining_;
+  bool failed_ = false;
+  std::optional<Error> error_;
+  std::vector<TaskSpan> spans_;
+  std::vector<DeviceStats> stats_;
+  std::vector<bool> captured_;
+  std::vector<Block> kept_;
+  std::vector<std::unique_ptr<Arena>> arenas_;
+  std::vector<std::unique_ptr<BlockStore>> stores_;
+  Arena host_arena_;
+  BlockStore host_;
+  std::unique_ptr<CommBackend> backend_;
+  Clock::time_point start_;
+};
+
+}  // namespace
+
+Executor::Executor(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Executor::Executor(Executor&&) noexcept = default;
+Executor& Executor::operator=(Executor&&) noexcept = default;
+Executor::~Executor() = default;
+
+Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program program,
+                                    ops::OpRegistry const& registry,
+                                    std::vector<DeviceInfo> devices) {
+  if (static_cast<std::size_t>(program.num_devices) != devices.size())
+    return Error(ErrorCode::invalid_argument,
+                 "the program uses " + std::to_string(program.num_devices) + " devices but " +
+                     std::to_string(devices.size()) + " are given");
+  auto state = std::make_unique<State>(graph, std::move(program), std::move(devices));
+  auto const& tasks = state->program.tasks;
+  state->lifetimes = lower::output_lifetimes(state->program);
+  state->bound.resize(graph.num_ops());
+  state->pieces.resize(tasks.size());
+  state->per_device.resize(state->devices.size());
+  for (TaskId id = 0; id < tasks.size(); ++id) {
+    Task const& t = tasks[id];
+    CLEAVE_ASSERT(t.device >= 0 && t.device < state->program.num_devices,
+                  "a task on a device the program does not have");
+    state->per_device[static_cast<std::size_t>(t.device)].push_back(id);
+    if (t.kind != TaskKind::compute) continue;
+    auto& bound = state->bound[t.op.value()];
+    if (!bound) {
+      CLEAVE_TRY(bound, registry.bind(graph, t.op));
+    }
+    CLEAVE_TRY(state->pieces[id], tdl::analyze_piece(*bound, t.iteration));
+  }
+  return Executor(std::move(state));
+}
+
+Expected<StepResult> Executor::run_step(Values const& sources, ExecOptions const& options) const {
+  return StepRun(*state_, options).run(sources);
+}
+
+lower::Program const& Executor::program() const {
+  return state_->program;
+}
+ir::Graph const& Executor::graph() const {
+  return state_->graph;
+}
+
+}  // namespace cleave::runtime

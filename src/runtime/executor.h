@@ -1,0 +1,91 @@
+// The executor (DESIGN.md "Runtime"): runs one training step of a lowered program with one worker
+// thread per device. Each worker takes its device's tasks in program order and waits for their
+// dependencies; compute tasks run a kernel from the registry or, where none handles them, the TDL
+// reference interpreter; transfers go through the communication backend; reduce tasks and copies
+// are plain loops; swaps move blocks to and from a host pool. Every block is charged to its
+// device's arena and freed after its last reader (lower::output_lifetimes, the simulator's rule).
+// The data movement rules are lower::run_reference's, the oracle this executor must match.
+//
+// Errors end the run: the first failing task's error is returned, every worker wakes and exits
+// (none waits on a dependency that will never finish).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lower/program.h"
+#include "ops/op_registry.h"
+#include "runtime/kernels/kernel.h"
+
+namespace cleave::runtime {
+
+struct DeviceInfo {
+  std::string name;
+  Bytes capacity;
+};
+
+struct ExecOptions {
+  KernelRegistry const* kernels = nullptr;  // null: the interpreter runs every compute task
+  int threads_per_device = 0;               // OpenMP threads per worker; 0: max(1, cores/devices)
+  // Tensors whose values the result keeps even where their blocks are freed during the step
+  // (the check compares gradients, which the update frees).
+  std::vector<ir::TensorId> capture;
+  // Fault injection (tests): the compute tasks of the op with this name fail.
+  std::string fail_op;
+};
+
+// Whole fp32 values by tensor name.
+using Values = std::map<std::string, std::vector<float>, std::less<>>;
+
+struct TaskSpan {
+  double start_s = 0;  // since the step started
+  double end_s = 0;
+};
+
+struct DeviceStats {
+  double compute_s = 0;  // compute and reduce tasks
+  double comm_s = 0;     // transfers received and host copies
+  double idle_s = 0;     // the rest of the step
+  Bytes peak;            // the arena's peak
+  Bytes capacity;
+  std::int64_t kernel_tasks = 0;       // compute tasks a kernel ran
+  std::int64_t interpreted_tasks = 0;  // compute tasks the interpreter ran
+};
+
+struct StepResult {
+  double step_s = 0;
+  std::vector<TaskSpan> spans;  // per task
+  std::vector<DeviceStats> devices;
+  // Every produced tensor held whole at the end of the step (blocks on devices and the host),
+  // and every captured one.
+  Values values;
+};
+
+class Executor {
+ public:
+  // Binds every op and analyses every compute piece once; `devices` gives each device of the
+  // program its name and memory capacity.
+  static Expected<Executor> create(ir::Graph const& graph, lower::Program program,
+                                   ops::OpRegistry const& registry,
+                                   std::vector<DeviceInfo> devices);
+  Executor(Executor&&) noexcept;
+  Executor& operator=(Executor&&) noexcept;
+  ~Executor();
+
+  // One step from `sources` (every source tensor's whole value by name).
+  Expected<StepResult> run_step(Values const& sources, ExecOptions const& options) const;
+
+  lower::Program const& program() const;
+  ir::Graph const& graph() const;
+
+  struct State;  // opaque: what create() prepares for every step
+
+ private:
+  explicit Executor(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cleave::runtime

@@ -1,0 +1,57 @@
+// Shared by the runtime tests: a zoo model's training graph, a plan by any algorithm on a cpu
+// cluster, and its run checked against the unpartitioned reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "autodiff/training_graph.h"
+#include "cluster/presets.h"
+#include "lower/program.h"
+#include "models/model_zoo.h"
+#include "runtime/check.h"
+#include "search/search.h"
+
+namespace cleave::runtime::testing {
+
+inline ir::Graph training_graph(std::string const& spec, ops::OpRegistry const& registry) {
+  auto forward = models::ModelZoo::with_builtins().build(spec, registry);
+  CLEAVE_ASSERT(forward.has_value(), "a test model does not build");
+  auto g = autodiff::build_training_graph(*forward, registry);
+  CLEAVE_ASSERT(g.has_value(), "a test model has no training graph");
+  return std::move(*g);
+}
+
+inline std::vector<DeviceInfo> devices_of(cluster::Cluster const& c) {
+  std::vector<DeviceInfo> out;
+  for (auto const& d : c.devices())
+    out.push_back({d.name, d.memory});
+  return out;
+}
+
+inline Expected<plan::Plan> make_plan(ir::Graph const& g, ops::OpRegistry const& registry,
+                                      cluster::Cluster const& cluster, std::string const& spec,
+                                      std::string const& algo, std::int64_t batch) {
+  search::SearchContext ctx{g, registry, cluster, spec, "test", batch, 0};
+  return search::make_plan(algo, ctx);
+}
+
+inline Expected<Executor> executor_for(ir::Graph const& g, plan::Plan const& p,
+                                       ops::OpRegistry const& registry,
+                                       cluster::Cluster const& cluster) {
+  CLEAVE_TRY(lower::Program program, lower::lower(g, p, registry));
+  return Executor::create(g, std::move(program), registry, devices_of(cluster));
+}
+
+// Runs the plan `steps` steps and checks it against the reference.
+inline Expected<CheckReport> run_and_check(ir::Graph const& g, plan::Plan const& p,
+                                           ops::OpRegistry const& registry,
+                                           cluster::Cluster const& cluster, int steps = 1) {
+  CLEAVE_TRY(Executor exec, executor_for(g, p, registry, cluster));
+  TrainingConfig config;
+  config.steps = steps;
+  config.exec.capture = checked_tensors(g, "loss");
+  CLEAVE_TRY(TrainingRun run, run_training(exec, config));
+  return check_against_reference(g, registry, run, config, "loss", default_tolerance);
+}
+
+}  // namespace cleave::runtime::testing
