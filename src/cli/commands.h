@@ -99,6 +99,16 @@ struct RunCommand {
 };
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd);
 
+struct CalibrateCommand {
+  std::string cluster = "cpu:devices=2";  // the cpu preset: how many cores act as devices
+  std::string output = "cleave-profile.json";
+  std::vector<std::string> plans;  // workload; empty: data-parallel plans of built-in models
+  int steps = 3;                   // measured steps per plan (after one warm-up step)
+  TrainingFlags training;
+  bool json = false;
+};
+int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd);
+
 // Prints the error to stderr and returns 1.
 int report(Error const& error);
 

@@ -144,6 +144,23 @@ int main(int argc, char** argv) {
   run->add_flag("--json", run_cmd.json, "print cleave.run/1 JSON");
   add_training(run, run_cmd.training);
 
+  cli::CalibrateCommand calibrate_cmd;
+  auto* calibrate = app.add_subcommand(
+      "calibrate", "measure this machine's CPU cores as devices (kernels, copies, real steps) and "
+                   "write a cleave.profile/1 table for --profile");
+  calibrate->add_option("--cluster", calibrate_cmd.cluster,
+                        "the cpu preset to calibrate, cpu:devices=N (default cpu:devices=2)");
+  calibrate->add_option("-o,--output", calibrate_cmd.output,
+                        "profile file to write (default cleave-profile.json)");
+  calibrate->add_option("--plan", calibrate_cmd.plans,
+                        "plans (cleave.plan/1) whose pieces to measure; repeatable (default: "
+                        "data-parallel plans of small mlp, gpt and resnet models)");
+  calibrate->add_option("--steps", calibrate_cmd.steps,
+                        "measured steps per plan after a warm-up step (default 3)")
+      ->check(CLI::PositiveNumber);
+  calibrate->add_flag("--json", calibrate_cmd.json, "print cleave.calibration/1 JSON");
+  add_training(calibrate, calibrate_cmd.training);
+
   CLI11_PARSE(app, argc, argv);
 
   auto registry = ops::OpRegistry::with_builtins();
@@ -161,5 +178,6 @@ int main(int argc, char** argv) {
   if (*simulate) return cli::run_simulate(*registry, simulate_cmd);
   if (*compare) return cli::run_compare(*registry, compare_cmd);
   if (*run) return cli::run_run(*registry, run_cmd);
+  if (*calibrate) return cli::run_calibrate(*registry, calibrate_cmd);
   return cli::run_check_graph(*registry, check_cmd);
 }

@@ -1,5 +1,6 @@
 #include "runtime/calibrate.h"
 
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <tuple>
 
 #include "ops/op_builder.h"
+#include "runtime/check.h"
 #include "tdl/piece.h"
 
 namespace cleave::runtime {
@@ -155,19 +157,39 @@ Expected<MachineRates> measure_machine(KernelRegistry const& kernels,
 }
 
 std::string calibrated_cluster_spec(MachineRates const& rates, int devices) {
-  auto rounded = [](double v, double unit) { return std::to_string(std::llround(v / unit)); };
-  return "cpu:devices=" + std::to_string(devices) + ",peak=" + rounded(rates.peak.value(), 1e6) +
-         "MFLOP/s" + ",memory_bandwidth=" + rounded(rates.memory_bandwidth.value(), 1e6) + "MB/s" +
-         ",link=" + rounded(rates.copy_bandwidth.value(), 1e6) + "MB/s";
+  // Three significant digits in the preset's units (GFLOP/s, GB/s).
+  auto g = [](double v) { return fmt::format("{:.3g}", v / 1e9); };
+  return "cpu:devices=" + std::to_string(devices) + ",peak=" + g(rates.peak.value()) +
+         "GFLOP/s,memory_bandwidth=" + g(rates.memory_bandwidth.value()) +
+         "GB/s,link=" + g(rates.copy_bandwidth.value()) + "GB/s";
+}
+
+Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry const& kernels,
+                                      int steps) {
+  TrainingConfig config;
+  config.steps = steps + warmup_steps;
+  config.exec.kernels = &kernels;
+  CLEAVE_TRY(TrainingRun run, run_training(executor, config));
+  MeasuredSteps m;
+  m.graph = &executor.graph();
+  m.program = &executor.program();
+  for (std::size_t s = warmup_steps; s < run.steps.size(); ++s) {
+    std::vector<double> seconds;
+    seconds.reserve(run.steps[s].spans.size());
+    for (auto const& span : run.steps[s].spans)
+      seconds.push_back(span.end_s - span.start_s);
+    m.task_seconds.push_back(std::move(seconds));
+    m.step_seconds.push_back(run.steps[s].step_s);
+  }
+  return m;
 }
 
 Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> const& measured,
                         MachineRates const& rates, std::string const& device_kind) {
-  std::map<std::string, std::vector<double>> efficiencies;  // by op type
+  // Per distinct key, every measured duration of every piece with it, in every program.
+  std::map<cost::ProfileKey, std::pair<std::vector<double>, double>, KeyLess> pieces;
   for (auto const& m : measured) {
     auto const& tasks = m.program->tasks;
-    // Per distinct key, every measured duration of every piece with it.
-    std::map<cost::ProfileKey, std::pair<std::vector<double>, double>, KeyLess> pieces;
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       auto const& t = tasks[i];
       if (t.kind != lower::TaskKind::compute && t.kind != lower::TaskKind::reduce) continue;
@@ -192,14 +214,15 @@ Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> co
       for (auto const& step : m.task_seconds)
         seconds.push_back(step.at(i));
     }
-    for (auto& [key, data] : pieces) {
-      double s = median(data.first);
-      if (!(s > 0)) s = 1e-9;  // below the clock's resolution
-      if (table.find(key.view())) continue;
-      if (key.op != "reduce" && data.second > 0 && rates.peak.value() > 0)
-        efficiencies[key.op].push_back(data.second / (rates.peak.value() * s));
-      CLEAVE_CHECK_OK(table.add({key, {Seconds(s), static_cast<std::int64_t>(data.first.size())}}));
-    }
+  }
+  std::map<std::string, std::vector<double>> efficiencies;  // by op type
+  for (auto& [key, data] : pieces) {
+    if (table.find(key.view())) continue;  // the table's own measurement stays
+    double s = median(data.first);
+    if (!(s > 0)) s = 1e-9;  // below the clock's resolution
+    if (key.op != "reduce" && data.second > 0 && rates.peak.value() > 0)
+      efficiencies[key.op].push_back(data.second / (rates.peak.value() * s));
+    CLEAVE_CHECK_OK(table.add({key, {Seconds(s), static_cast<std::int64_t>(data.first.size())}}));
   }
   cost::DeviceCalibration calibration;
   for (auto& [op, e] : efficiencies)

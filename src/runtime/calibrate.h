@@ -13,6 +13,7 @@
 #include "cost/profile_table.h"
 #include "lower/program.h"
 #include "ops/op_registry.h"
+#include "runtime/executor.h"
 #include "runtime/kernels/kernel.h"
 #include "support/units.h"
 
@@ -47,10 +48,19 @@ struct MeasuredSteps {
   ir::Graph const* graph = nullptr;
   lower::Program const* program = nullptr;
   std::vector<std::vector<double>> task_seconds;  // [step][task]
+  std::vector<double> step_seconds;               // per step
 };
 
-// Adds an exact entry per distinct compute and reduce piece of the programs (the median of its
-// measured durations; a piece already present keeps its first measurement), and the device
+// Runs warmup_steps + steps training steps of the executor's program with `kernels` (the first
+// ones warm the kernels up: primitive creation, the conv kernels' timed layout choice; they are
+// not kept) and records every task's duration and each step's time.
+constexpr int warmup_steps = 2;
+Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry const& kernels,
+                                      int steps);
+
+// Adds an exact entry per distinct compute and reduce piece of the programs (the median of every
+// measured duration of a piece of that key, over all programs; a key the table holds already
+// keeps its entry), and the device
 // kind's calibration: per op type, the median efficiency flops / (peak * seconds) of its
 // entries, clamped to (0, 1], and the launch overhead.
 Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> const& measured,

@@ -1,0 +1,198 @@
+// Simulator fidelity (issue 6): predicted against measured step time of real plans run by the
+// runtime on this machine's cores (cpu:devices=2 after calibration), and the runtime's own
+// overhead on one device.
+//
+// 1. The machine is calibrated (runtime::measure_machine): the cluster is the cpu preset with the
+//    measured peak, memory and copy bandwidth.
+// 2. Every (model, algorithm) plan is run twice: a calibration run whose per-piece durations
+//    become the profile's exact entries and per-op-type efficiencies (what `cleave calibrate
+//    --plan` does), and a separate measurement run, whose median step time is compared with
+//    the simulator's prediction from that profile. A second prediction uses the profile's
+//    per-op-type calibration only (no exact entries): the roofline calibrated, for pieces never
+//    measured.
+// 3. Ranking: per model, whether the plans' order by predicted time is their order by measured
+//    time (pairs in the same order, of all pairs).
+// 4. Overhead: on cpu:devices=1, the single plan's measured step time against the sum of its
+//    tasks' measured durations (target: at most 10% more).
+//
+//   fidelity [--steps N] [--markdown]
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "autodiff/training_graph.h"
+#include "bench_util.h"
+#include "cluster/presets.h"
+#include "models/model_zoo.h"
+#include "runtime/calibrate.h"
+#include "search/search.h"
+#include "sim/predict.h"
+
+namespace {
+
+using namespace cleave;
+using namespace cleave::bench;
+
+std::vector<std::string> const workload = {
+    "mlp:layers=4,hidden=1024,input=1024,classes=64,batch=64",
+    "gpt:layers=2,hidden=256,heads=4,seq=64,batch=8,vocab=512",
+    "resnet:depth=18,image=32,batch=8,classes=10",
+};
+std::vector<std::string> const algos = {"data-parallel", "expert", "tofu", "optcnn"};
+
+struct Pair {
+  std::string model, algo;
+  ir::Graph graph;
+  std::int64_t batch = 0;
+  std::unique_ptr<runtime::Executor> executor;
+  runtime::MeasuredSteps calibration, measurement;
+  double measured = 0, predicted = 0, predicted_roofline = 0;
+};
+
+ir::Graph training(std::string const& model, ops::OpRegistry const& registry) {
+  auto zoo = models::ModelZoo::with_builtins();
+  return must(autodiff::build_training_graph(must(zoo.build(model, registry)), registry));
+}
+
+std::int64_t batch_of(std::string const& model) {
+  auto at = model.find("batch=");
+  return std::stoll(model.substr(at + 6));
+}
+
+double relative(double predicted, double measured) { return (predicted - measured) / measured; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int steps = 5;
+  bool markdown = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
+      steps = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--markdown")) {
+      markdown = true;
+    } else {
+      std::fprintf(stderr, "usage: fidelity [--steps N] [--markdown]\n");
+      return 2;
+    }
+  }
+  auto registry = ops::OpRegistry::with_builtins();
+  auto kernels = runtime::KernelRegistry::with_builtins();
+  runtime::CalibrateOptions options;
+  options.devices = 2;
+  auto rates = must(runtime::measure_machine(*kernels, *registry, options));
+  std::string spec = runtime::calibrated_cluster_spec(rates, 2);
+  auto cluster = must(cluster::load_cluster(spec));
+  std::vector<runtime::DeviceInfo> devices;
+  for (auto const& d : cluster.devices())
+    devices.push_back({d.name, d.memory});
+
+  std::vector<Pair> pairs;
+  pairs.reserve(workload.size() * algos.size());  // executors refer to their pair's graph
+  for (auto const& model : workload) {
+    for (auto const& algo : algos) {
+      pairs.push_back({model, algo, training(model, *registry), batch_of(model)});
+      Pair& p = pairs.back();
+      search::SearchContext ctx{p.graph, *registry, cluster, spec, model, p.batch, 0};
+      auto plan = must(search::make_plan(algo, ctx));
+      auto program = must(lower::lower(p.graph, plan, *registry));
+      p.executor = std::make_unique<runtime::Executor>(
+          must(runtime::Executor::create(p.graph, std::move(program), *registry, devices)));
+      p.calibration = must(runtime::measure_steps(*p.executor, *kernels, 2));
+    }
+  }
+  // The measurement runs come after every calibration run, in turns, so that drift in the
+  // machine's load spreads over all pairs alike.
+  for (auto& p : pairs) {
+    p.measurement = must(runtime::measure_steps(*p.executor, *kernels, steps));
+    p.measured = median(p.measurement.step_seconds);
+  }
+  cost::ProfileTable profile;
+  std::vector<runtime::MeasuredSteps> all;
+  for (auto const& p : pairs)
+    all.push_back(p.calibration);
+  if (auto st = runtime::add_measurements(profile, all, rates, "cpu-core"); !st) die(st.error());
+  cost::ProfileTable roofline;
+  roofline.add_calibration("cpu-core", *profile.calibration("cpu-core"));
+  cost::CostModel exact(cluster, {}, profile), calibrated(cluster, {}, roofline);
+  std::vector<double> errors, roofline_errors;
+  for (auto& p : pairs) {
+    auto const& program = p.executor->program();
+    p.predicted = sim::predict(p.graph, program, exact, p.batch).step_time_s;
+    p.predicted_roofline = sim::predict(p.graph, program, calibrated, p.batch).step_time_s;
+    errors.push_back(std::abs(relative(p.predicted, p.measured)));
+    roofline_errors.push_back(std::abs(relative(p.predicted_roofline, p.measured)));
+  }
+  // Ranking: pairs of plans of one model in the same order by prediction and by measurement.
+  int concordant = 0, compared = 0;
+  std::map<std::string, std::pair<int, int>> per_model;
+  for (std::size_t a = 0; a < pairs.size(); ++a)
+    for (std::size_t b = a + 1; b < pairs.size(); ++b) {
+      if (pairs[a].model != pairs[b].model) continue;
+      bool same = (pairs[a].predicted < pairs[b].predicted) ==
+                  (pairs[a].measured < pairs[b].measured);
+      concordant += same;
+      ++compared;
+      per_model[pairs[a].model].first += same;
+      ++per_model[pairs[a].model].second;
+    }
+
+  // Overhead on one device: step time against the sum of the tasks' durations.
+  auto one = must(cluster::load_cluster(runtime::calibrated_cluster_spec(rates, 1)));
+  std::vector<std::string> overhead_rows;
+  for (auto const& model : workload) {
+    ir::Graph g = training(model, *registry);
+    search::SearchContext ctx{g, *registry, one, "cpu:devices=1", model, batch_of(model), 0};
+    auto plan = must(search::make_plan("single", ctx));
+    auto executor = must(runtime::Executor::create(g, must(lower::lower(g, plan, *registry)),
+                                                   *registry, {{"cpu0", Bytes(64LL << 30)}}));
+    auto m = must(runtime::measure_steps(executor, *kernels, steps));
+    std::vector<double> ratios, step_times, sums;
+    for (std::size_t s = 0; s < m.step_seconds.size(); ++s) {
+      double sum = 0;
+      for (double t : m.task_seconds[s])
+        sum += t;
+      ratios.push_back(m.step_seconds[s] / sum);
+      step_times.push_back(m.step_seconds[s]);
+      sums.push_back(sum);
+    }
+    overhead_rows.push_back(fmt::format("| `{}` | {} | {:.4f} | {:.4f} | {:+.1f}% |", model,
+                                        executor.program().tasks.size(), median(step_times),
+                                        median(sums), 100 * (median(ratios) - 1)));
+  }
+
+  std::printf("calibrated cluster: %s (%d thread(s) per device)\n", spec.c_str(),
+              rates.threads_per_device);
+  if (markdown) {
+    std::printf("\n| model | algorithm | tasks | measured step (s) | predicted, profile (s) | error "
+                "| predicted, calibrated roofline only (s) | error |\n|---|---|---|---|---|---|---|---|\n");
+  }
+  for (auto const& p : pairs) {
+    std::printf(markdown ? "| `%s` | %s | %zu | %.4f | %.4f | %+.1f%% | %.4f | %+.1f%% |\n"
+                         : "%s %s tasks %zu measured %.4f s predicted %.4f s (%+.1f%%) roofline "
+                           "%.4f s (%+.1f%%)\n",
+                p.model.c_str(), p.algo.c_str(), p.executor->program().tasks.size(), p.measured,
+                p.predicted, 100 * relative(p.predicted, p.measured), p.predicted_roofline,
+                100 * relative(p.predicted_roofline, p.measured));
+  }
+  auto max_of = [](std::vector<double> const& v) { return *std::max_element(v.begin(), v.end()); };
+  std::printf("%s|error| with the profile: median %.1f%%, max %.1f%%; calibrated roofline only: "
+              "median %.1f%%, max %.1f%% (%zu pairs)\n",
+              markdown ? "\n" : "", 100 * median(errors), 100 * max_of(errors),
+              100 * median(roofline_errors), 100 * max_of(roofline_errors), pairs.size());
+  std::printf("%sranking: %d of %d pairs of plans of the same model in the same order",
+              markdown ? "\n" : "", concordant, compared);
+  for (auto const& [model, c] : per_model)
+    std::printf("; %s %d/%d", model.substr(0, model.find(':')).c_str(), c.first, c.second);
+  std::printf("\n");
+  if (markdown)
+    std::printf("\n| model, one device (`single`) | tasks | step (s, median) | sum of task "
+                "durations (s) | overhead |\n|---|---|---|---|---|\n");
+  for (auto const& row : overhead_rows)
+    std::printf("%s\n", row.c_str());
+  return 0;
+}
