@@ -1,11 +1,13 @@
-// Loading: parse (protobuf), check (onnx::checker), drop the weights' bytes, infer shapes (with
-// data propagation), then convert. libonnx and protobuf report errors by throwing; every call into
+// Loading: parse (protobuf, skipping the weights' bytes on the stream), check (onnx::checker),
+// infer shapes (with data propagation), then convert. libonnx and protobuf report errors by throwing; every call into
 // them is inside one try block here, so no exception leaves the importer.
 #include "import/onnx_import.h"
 
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 #include <unistd.h>
@@ -19,25 +21,116 @@ namespace cleave::importer {
 
 namespace {
 
-// Initializers at least this large lose their bytes after the check: only shapes matter to
-// cleave, and a 500 MB model then costs its parsed size once, not twice. Smaller ones stay for
-// shape inference and folding (shape constants are a few bytes).
-constexpr std::size_t kKeepBytes = 4096;
+// Floating initializers at least this large are read without their values: cleave needs their
+// shapes, never their bytes. Smaller ones, and every integer or boolean one (shapes, indices,
+// masks), are kept for shape inference and folding.
+constexpr std::uint32_t kKeepBytes = 4096;
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void drop_weight_bytes(onnx::GraphProto& g) {
-  for (auto& t : *g.mutable_initializer()) {
-    if (elem_of(t.data_type()) != Elem::floating) continue;  // masks, indices, shapes: kept
-    if (t.raw_data().size() >= kKeepBytes) std::string().swap(*t.mutable_raw_data());
-    if (static_cast<std::size_t>(t.float_data_size()) * 4 >= kKeepBytes) {
-      google::protobuf::RepeatedField<float>().Swap(t.mutable_float_data());
+namespace wire {
+
+using google::protobuf::io::CodedInputStream;
+using google::protobuf::io::CodedOutputStream;
+using google::protobuf::io::StringOutputStream;
+using WF = google::protobuf::internal::WireFormatLite;
+
+// Field numbers in onnx.proto.
+constexpr int kModelGraph = 7, kGraphInitializer = 5, kTensorDataType = 2, kTensorFloatData = 4,
+              kTensorRawData = 9;
+
+bool floating(std::uint32_t data_type) {
+  return elem_of(static_cast<int>(data_type)) == Elem::floating;
+}
+
+// One initializer: every field is copied except large values (raw_data, packed float_data) of a
+// floating tensor, which are skipped on the stream, so they are never held in memory. A dropped
+// tensor gets a one-byte placeholder so that the checker still sees one value field; nothing
+// reads its values.
+bool tensor(CodedInputStream& in, onnx::TensorProto& t) {
+  std::string kept;
+  bool dropped = false;
+  {
+    StringOutputStream so(&kept);
+    CodedOutputStream out(&so);
+    std::uint32_t data_type = 0;
+    while (std::uint32_t tag = in.ReadTag()) {
+      int field = WF::GetTagFieldNumber(tag);
+      auto type = WF::GetTagWireType(tag);
+      if (field == kTensorDataType && type == WF::WIRETYPE_VARINT) {
+        if (!in.ReadVarint32(&data_type)) return false;
+        out.WriteTag(tag);
+        out.WriteVarint32(data_type);
+        continue;
+      }
+      if ((field == kTensorRawData || field == kTensorFloatData) &&
+          type == WF::WIRETYPE_LENGTH_DELIMITED && floating(data_type)) {
+        std::uint32_t len = 0;
+        if (!in.ReadVarint32(&len)) return false;
+        if (len >= kKeepBytes) {
+          if (!in.Skip(static_cast<int>(len))) return false;
+          dropped = true;
+          continue;
+        }
+        std::string bytes;
+        if (!in.ReadString(&bytes, static_cast<int>(len))) return false;
+        out.WriteTag(tag);
+        out.WriteVarint32(len);
+        out.WriteString(bytes);
+        continue;
+      }
+      if (!WF::SkipField(&in, tag, &out)) return false;
     }
   }
+  if (!in.ConsumedEntireMessage() || !t.ParseFromString(kept)) return false;
+  if (dropped) {
+    t.clear_float_data();
+    t.set_raw_data(std::string(1, '\0'));
+  }
+  return true;
 }
+
+// A message whose field `nested` (length-delimited) is parsed by `inner` into `add()`, every other
+// field copied and parsed by protobuf.
+template <typename Message, typename Add, typename Inner>
+bool message(CodedInputStream& in, Message& m, int nested, Add add, Inner inner) {
+  std::string rest;
+  {
+    StringOutputStream so(&rest);
+    CodedOutputStream out(&so);
+    while (std::uint32_t tag = in.ReadTag()) {
+      if (WF::GetTagFieldNumber(tag) == nested &&
+          WF::GetTagWireType(tag) == WF::WIRETYPE_LENGTH_DELIMITED) {
+        std::uint32_t len = 0;
+        if (!in.ReadVarint32(&len)) return false;
+        auto limit = in.PushLimit(static_cast<int>(len));
+        if (!inner(in, add(m))) return false;
+        in.PopLimit(limit);
+        continue;
+      }
+      if (!WF::SkipField(&in, tag, &out)) return false;
+    }
+  }
+  return in.ConsumedEntireMessage() && m.MergeFromString(rest);
+}
+
+bool graph(CodedInputStream& in, onnx::GraphProto& g) {
+  return message(
+      in, g, kGraphInitializer, [](onnx::GraphProto& x) { return x.add_initializer(); },
+      [](CodedInputStream& s, onnx::TensorProto* t) { return tensor(s, *t); });
+}
+
+bool model(CodedInputStream& in, onnx::ModelProto& m) {
+  in.SetRecursionLimit(64);
+  return message(
+      in, m, kModelGraph, [](onnx::ModelProto& x) { return x.mutable_graph(); },
+      [](CodedInputStream& s, onnx::GraphProto* g) { return graph(s, *g); });
+}
+
+}  // namespace wire
 
 Status check_opset(onnx::ModelProto const& m, std::int64_t& opset) {
   opset = -1;
@@ -92,7 +185,6 @@ Expected<ImportResult> import_model(onnx::ModelProto& model, std::string const& 
   try {
     auto t0 = Clock::now();
     onnx::checker::check_model(model);
-    drop_weight_bytes(*model.mutable_graph());
     check_s = since(t0);
     stage = "inferring shapes (onnx::shape_inference)";
     t0 = Clock::now();
@@ -134,8 +226,7 @@ Expected<ImportResult> import_onnx_bytes(std::string_view bytes, std::string con
     if (bytes.size() > INT32_MAX) return parse_error(label);
     google::protobuf::io::CodedInputStream in(reinterpret_cast<std::uint8_t const*>(bytes.data()),
                                               static_cast<int>(bytes.size()));
-    in.SetRecursionLimit(64);
-    if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) return parse_error(label);
+    if (!wire::model(in, model)) return parse_error(label);
     return import_model(model, label, registry, options, since(t0));
   } catch (std::exception const& e) {
     return Error(ErrorCode::invalid_argument, "'" + label + "': " + e.what());
@@ -155,8 +246,7 @@ Expected<ImportResult> import_onnx_file(std::string const& path, ops::OpRegistry
       google::protobuf::io::FileInputStream file(fd);
       file.SetCloseOnDelete(true);
       google::protobuf::io::CodedInputStream in(&file);
-      in.SetRecursionLimit(64);
-      ok = model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+      ok = wire::model(in, model);
     }
     if (!ok) return parse_error(path);
     return import_model(model, path, registry, options, since(t0));
