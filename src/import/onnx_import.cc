@@ -107,7 +107,8 @@ bool message(CodedInputStream& in, Message& m, int nested, Add add, Inner inner)
         std::uint32_t len = 0;
         if (!in.ReadVarint32(&len)) return false;
         auto limit = in.PushLimit(static_cast<int>(len));
-        if (!inner(in, add(m))) return false;
+        // A truncated file ends the stream before the limit: the field is incomplete.
+        if (!inner(in, add(m)) || in.BytesUntilLimit() != 0) return false;
         in.PopLimit(limit);
         continue;
       }
@@ -215,6 +216,14 @@ Error parse_error(std::string const& label) {
                    "truncated or corrupt file, or another format)");
 }
 
+// Protobuf's wire format is lenient: many short byte strings (text, say) parse as a message that
+// holds nothing.
+Error empty_error(std::string const& label) {
+  return Error(ErrorCode::parse_error, "'" + label +
+                                           "' is not an ONNX model: it holds no graph (a file "
+                                           "of another format, or an empty one)");
+}
+
 }  // namespace
 
 Expected<ImportResult> import_onnx_bytes(std::string_view bytes, std::string const& label,
@@ -227,6 +236,7 @@ Expected<ImportResult> import_onnx_bytes(std::string_view bytes, std::string con
     google::protobuf::io::CodedInputStream in(reinterpret_cast<std::uint8_t const*>(bytes.data()),
                                               static_cast<int>(bytes.size()));
     if (!wire::model(in, model)) return parse_error(label);
+    if (!model.has_graph()) return empty_error(label);
     return import_model(model, label, registry, options, since(t0));
   } catch (std::exception const& e) {
     return Error(ErrorCode::invalid_argument, "'" + label + "': " + e.what());
@@ -249,6 +259,7 @@ Expected<ImportResult> import_onnx_file(std::string const& path, ops::OpRegistry
       ok = wire::model(in, model);
     }
     if (!ok) return parse_error(path);
+    if (!model.has_graph()) return empty_error(path);
     return import_model(model, path, registry, options, since(t0));
   } catch (std::exception const& e) {
     return Error(ErrorCode::invalid_argument, "'" + path + "': " + e.what());

@@ -82,6 +82,29 @@ INSTANTIATE_TEST_SUITE_P(Models, ImportedModel,
                          ::testing::Values("resnet18", "resnet50", "resnet152", "vgg19",
                                            "wide_resnet50_2", "gpt", "transformer"));
 
+// Bad files through the program: a clear error naming the cause and exit code 1, no crash.
+TEST(ImportCli, BadFilesExitNonZeroWithTheCause) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("cleave_import_bad_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string whole = slurp(model_path("resnet18"));
+  std::ofstream(dir / "truncated.onnx", std::ios::binary) << whole.substr(0, whole.size() / 3);
+  std::ofstream(dir / "text.onnx") << "this is not a model\n";
+  for (auto const* name : {"truncated.onnx", "text.onnx"}) {
+    for (auto const* cmd : {"import", "inspect"}) {
+      std::string args = std::string(cmd) + " " + (dir / name).string();
+      if (std::string(cmd) == "import") args += " -o " + (dir / "out.json").string();
+      Outcome r = cleave(args);
+      EXPECT_EQ(r.code, 1) << args << "\n" << r.err;
+      EXPECT_NE(r.err.find("is not an ONNX model"), std::string::npos) << r.err;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.json"));
+  Outcome missing = cleave("plan " + (dir / "absent.onnx").string() + " --cluster dgx-a100");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
+}
+
 // Tofu's search on the models it finishes in seconds (measured times in docs/import.md).
 class TofuPlan : public ::testing::TestWithParam<std::string> {};
 

@@ -72,8 +72,10 @@ TEST(ImportErrors, TruncatedFile) {
 TEST(ImportErrors, NotOnnxAtAll) {
   auto msg = error_of("{\"format\":\"cleave.graph/1\"}\n");
   EXPECT_NE(msg.find("not an ONNX model"), std::string::npos) << msg;
+  msg = error_of("this is not a model\n");
+  EXPECT_NE(msg.find("not an ONNX model"), std::string::npos) << msg;
   msg = error_of("");
-  EXPECT_NE(msg.find("default ONNX domain"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("holds no graph"), std::string::npos) << msg;
 }
 
 TEST(ImportErrors, OpsetOutsideTheRange) {
@@ -127,6 +129,17 @@ TEST(ImportErrors, UnknownOpBecomesOpaqueWhenAllowed) {
   EXPECT_EQ(op.type, "opaque");
   auto bound = r->bind(g->forward, op.id);
   ASSERT_TRUE(bound.has_value()) << bound.error().to_string();
+  // Splittable on the batch only.
+  auto const& dims = (*bound)->dims();
+  ASSERT_FALSE(dims.empty());
+  EXPECT_TRUE(dims[0].splittable);
+  for (std::size_t k = 1; k < dims.size(); ++k)
+    EXPECT_FALSE(dims[k].splittable) << k;
+  // Its gradient is another opaque op: the training graph builds.
+  autodiff::TrainingOptions o2;
+  o2.loss = g->loss;
+  auto training = autodiff::build_training_graph(g->forward, *r, o2);
+  ASSERT_TRUE(training.has_value()) << training.error().to_string();
 }
 
 TEST(ImportErrors, ShapesThatStayUnknown) {
