@@ -17,9 +17,12 @@ int main(int argc, char** argv) {
   int runs = 3;
   bool markdown = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--markdown")) markdown = true;
+    if (!std::strcmp(argv[i], "--model") && i + 1 < argc)
+      model = argv[++i];
+    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
+      runs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--markdown"))
+      markdown = true;
   }
   if (model.empty()) {
     std::fprintf(stderr, "usage: import_speed --model FILE.onnx [--runs N] [--markdown]\n");
@@ -44,19 +47,20 @@ int main(int argc, char** argv) {
   double excl = bench::median(total) - bench::median(parse);
   std::string name = std::filesystem::path(model).stem().string();
   if (markdown) {
-    std::printf("| model | file MiB | ONNX nodes | parameters | total s | protobuf parse s | checker s "
-                "| shape inference s | convert s | total - parse s | peak RSS MiB |\n");
+    std::printf(
+        "| model | file MiB | ONNX nodes | parameters | total s | protobuf parse s | checker s "
+        "| shape inference s | convert s | total - parse s | peak RSS MiB |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   }
-  std::printf(markdown ? "| %s | %.0f | %lld | %lld | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n"
-                       : "%s: %.0f MiB, %lld nodes, %lld parameters: total %.3f s (parse %.3f, "
-                         "check %.3f, infer %.3f, convert %.3f; without parse %.3f), peak RSS "
-                         "%.0f MiB\n",
+  std::printf(markdown
+                  ? "| %s | %.0f | %lld | %lld | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n"
+                  : "%s: %.0f MiB, %lld nodes, %lld parameters: total %.3f s (parse %.3f, "
+                    "check %.3f, infer %.3f, convert %.3f; without parse %.3f), peak RSS "
+                    "%.0f MiB\n",
               name.c_str(), mib, static_cast<long long>(last.onnx_nodes),
-              static_cast<long long>(last.parameters), bench::median(total),
-              bench::median(parse), bench::median(check), bench::median(infer),
-              bench::median(convert), excl, bench::peak_rss_gib() * 1024);
-  if (!markdown)
-    std::printf("(peak RSS before importing: %.0f MiB)\n", rss_before * 1024);
+              static_cast<long long>(last.parameters), bench::median(total), bench::median(parse),
+              bench::median(check), bench::median(infer), bench::median(convert), excl,
+              bench::peak_rss_gib() * 1024);
+  if (!markdown) std::printf("(peak RSS before importing: %.0f MiB)\n", rss_before * 1024);
   return 0;
 }

@@ -42,9 +42,8 @@ Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags)
   return o;
 }
 
-Expected<importer::ImportResult> import_onnx(std::string const& path,
-                                             ops::OpRegistry const& registry,
-                                             TrainingFlags const& flags) {
+Expected<importer::ImportResult>
+import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFlags const& flags) {
   importer::ImportOptions options;
   options.allow_opaque = flags.allow_opaque;
   if (flags.loss != TrainingFlags{}.loss) options.loss = flags.loss;

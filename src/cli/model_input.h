@@ -32,9 +32,8 @@ struct ModelInput {
 
 // An .onnx file's forward graph with the flags' import options (--loss names an ONNX tensor
 // unless it is the default, --allow-opaque).
-Expected<importer::ImportResult> import_onnx(std::string const& path,
-                                             ops::OpRegistry const& registry,
-                                             TrainingFlags const& flags);
+Expected<importer::ImportResult>
+import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFlags const& flags);
 
 Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& registry,
                                 TrainingFlags const& flags);

@@ -133,8 +133,7 @@ Expected<ConstTensor> slice(onnx::NodeProto const& n,
     for (std::size_t k = 0; k < starts.size(); ++k)
       axes.push_back(static_cast<std::int64_t>(k));
   if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return fold_error(n, "starts, ends, axes and steps differ in length");
   std::size_t rank = x.dims.size();
   Ints lo(rank, 0), step(rank, 1), out = x.dims;
@@ -171,8 +170,7 @@ Expected<ConstTensor> transpose(onnx::NodeProto const& n, ConstTensor const& x) 
   if (perm.size() != rank) return fold_error(n, "perm does not match the rank");
   Ints out(rank);
   for (std::size_t k = 0; k < rank; ++k) {
-    if (perm[k] < 0 || perm[k] >= static_cast<std::int64_t>(rank))
-      return fold_error(n, "bad perm");
+    if (perm[k] < 0 || perm[k] >= static_cast<std::int64_t>(rank)) return fold_error(n, "bad perm");
     out[k] = x.dims[static_cast<std::size_t>(perm[k])];
   }
   auto xs = strides_of(x.dims), os = strides_of(out);
@@ -247,24 +245,24 @@ std::vector<std::int64_t> ConstTensor::ints() const {
 
 std::optional<Elem> elem_of(int t) {
   switch (t) {
-    case onnx::TensorProto::FLOAT:
-    case onnx::TensorProto::DOUBLE:
-    case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16:
-      return Elem::floating;
-    case onnx::TensorProto::BOOL:
-      return Elem::boolean;
-    case onnx::TensorProto::INT8:
-    case onnx::TensorProto::UINT8:
-    case onnx::TensorProto::INT16:
-    case onnx::TensorProto::UINT16:
-    case onnx::TensorProto::INT32:
-    case onnx::TensorProto::UINT32:
-    case onnx::TensorProto::INT64:
-    case onnx::TensorProto::UINT64:
-      return Elem::integer;
-    default:
-      return std::nullopt;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return Elem::floating;
+  case onnx::TensorProto::BOOL:
+    return Elem::boolean;
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+    return Elem::integer;
+  default:
+    return std::nullopt;
   }
 }
 
@@ -283,25 +281,46 @@ Expected<ConstTensor> read_tensor(onnx::TensorProto const& t) {
   auto const& raw = t.raw_data();
   if (!raw.empty()) {
     switch (t.data_type()) {
-      case onnx::TensorProto::FLOAT: decode<float>(raw, r.values); break;
-      case onnx::TensorProto::DOUBLE: decode<double>(raw, r.values); break;
-      case onnx::TensorProto::INT64: decode<std::int64_t>(raw, r.values); break;
-      case onnx::TensorProto::INT32: decode<std::int32_t>(raw, r.values); break;
-      case onnx::TensorProto::UINT64: decode<std::uint64_t>(raw, r.values); break;
-      case onnx::TensorProto::UINT32: decode<std::uint32_t>(raw, r.values); break;
-      case onnx::TensorProto::INT16: decode<std::int16_t>(raw, r.values); break;
-      case onnx::TensorProto::UINT16: decode<std::uint16_t>(raw, r.values); break;
-      case onnx::TensorProto::INT8: decode<std::int8_t>(raw, r.values); break;
-      case onnx::TensorProto::UINT8:
-      case onnx::TensorProto::BOOL: decode<std::uint8_t>(raw, r.values); break;
-      case onnx::TensorProto::FLOAT16: {
-        std::vector<double> bits;
-        decode<std::uint16_t>(raw, bits);
-        for (double b : bits)
-          r.values.push_back(half_to_float(static_cast<std::uint16_t>(b)));
-        break;
-      }
-      default: return fail("raw data of this element type is not read");
+    case onnx::TensorProto::FLOAT:
+      decode<float>(raw, r.values);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      decode<double>(raw, r.values);
+      break;
+    case onnx::TensorProto::INT64:
+      decode<std::int64_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::INT32:
+      decode<std::int32_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::UINT64:
+      decode<std::uint64_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::UINT32:
+      decode<std::uint32_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::INT16:
+      decode<std::int16_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::UINT16:
+      decode<std::uint16_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::INT8:
+      decode<std::int8_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      decode<std::uint8_t>(raw, r.values);
+      break;
+    case onnx::TensorProto::FLOAT16: {
+      std::vector<double> bits;
+      decode<std::uint16_t>(raw, bits);
+      for (double b : bits)
+        r.values.push_back(half_to_float(static_cast<std::uint16_t>(b)));
+      break;
+    }
+    default:
+      return fail("raw data of this element type is not read");
     }
   } else if (t.float_data_size()) {
     r.values.assign(t.float_data().begin(), t.float_data().end());
@@ -350,10 +369,9 @@ fold_node(onnx::NodeProto const& n, std::vector<std::optional<ConstTensor>> cons
   if (in.size() == 2 && in[1] && binary(op, 1, 1, false)) {
     bool integer = x.elem == Elem::integer;
     bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or";
-    return one(broadcast(n, {&x, &*in[1]}, compare ? Elem::boolean : x.elem,
-                         [&](std::vector<double> const& a) {
-                           return *binary(op, a[0], a[1], integer);
-                         }));
+    return one(
+        broadcast(n, {&x, &*in[1]}, compare ? Elem::boolean : x.elem,
+                  [&](std::vector<double> const& a) { return *binary(op, a[0], a[1], integer); }));
   }
   if (op == "Where" && in.size() == 3 && in[1] && in[2])
     return one(broadcast(n, {&x, &*in[1], &*in[2]}, in[1]->elem,
@@ -432,13 +450,13 @@ fold_node(onnx::NodeProto const& n, std::vector<std::optional<ConstTensor>> cons
       value = v->values[0];
       elem = v->elem;
     }
-    return one(ConstTensor{dims, std::vector<double>(static_cast<std::size_t>(total), value), elem});
+    return one(
+        ConstTensor{dims, std::vector<double>(static_cast<std::size_t>(total), value), elem});
   }
   if (op == "Expand" && in.size() == 2 && in[1]) {
     Ints dims = in[1]->ints();
     if (count(dims) < 0) return Out(fold_error(n, "shape too large to fold"));
-    ConstTensor ones{dims, std::vector<double>(static_cast<std::size_t>(count(dims)), 0.0),
-                     x.elem};
+    ConstTensor ones{dims, std::vector<double>(static_cast<std::size_t>(count(dims)), 0.0), x.elem};
     return one(broadcast(n, {&x, &ones}, x.elem,
                          [](std::vector<double> const& a) { return a[0] + a[1]; }));
   }

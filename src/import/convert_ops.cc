@@ -108,8 +108,8 @@ Status matmul(Converter& c, onnx::NodeProto const& n) {
   CLEAVE_TRY(ir::TensorId b, c.tensor(n, 1));
   if (as.size() == 2 && bs.size() == 2)
     return bind(c, n, c.b().op("matmul", {a, b}, {}, out_name(c, n)));
-  if (bs.size() == 2 || (as.size() == bs.size() &&
-                         std::equal(as.begin(), as.end() - 2, bs.begin(), bs.end() - 2)))
+  if (bs.size() == 2 ||
+      (as.size() == bs.size() && std::equal(as.begin(), as.end() - 2, bs.begin(), bs.end() - 2)))
     return bind(c, n, c.b().op("batch_matmul", {a, b}, {}, out_name(c, n)));
   return c.node_error(n, ErrorCode::unsupported,
                       "MatMul of " + ir::shape_to_string(as) + " and " + ir::shape_to_string(bs) +
@@ -208,8 +208,8 @@ Status pool(Converter& c, onnx::NodeProto const& n, bool is_max) {
     a.set("dilation", attr_ints(n, "dilations").value_or(Ints{1, 1}));
   else
     a.set("count_include_pad", attr_int(n, "count_include_pad", 0));
-  return bind(c, n, c.b().op(is_max ? "max_pool2d" : "avg_pool2d", {x}, std::move(a),
-                             out_name(c, n)));
+  return bind(c, n,
+              c.b().op(is_max ? "max_pool2d" : "avg_pool2d", {x}, std::move(a), out_name(c, n)));
 }
 
 Status reshape_to(Converter& c, onnx::NodeProto const& n, ir::Shape const& to) {
@@ -318,8 +318,7 @@ Status concat(Converter& c, onnx::NodeProto const& n) {
   }
   if (xs.empty()) return c.node_error(n, ErrorCode::unsupported, "every input is empty");
   if (xs.size() == 1) return bind(c, n, xs[0]);
-  return bind(c, n,
-              c.b().op("concat", xs, {{"axis", attr_int(n, "axis", 0)}}, out_name(c, n)));
+  return bind(c, n, c.b().op("concat", xs, {{"axis", attr_int(n, "axis", 0)}}, out_name(c, n)));
 }
 
 Status split(Converter& c, onnx::NodeProto const& n) {
@@ -368,8 +367,7 @@ Status slice(Converter& c, onnx::NodeProto const& n) {
   } else {
     steps.assign(starts.size(), 1);
   }
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return c.node_error(n, ErrorCode::invalid_argument,
                         "starts, ends, axes and steps differ in length");
   Ints a_out, s_out, e_out, p_out;
@@ -382,8 +380,8 @@ Status slice(Converter& c, onnx::NodeProto const& n) {
     std::int64_t b = std::clamp<std::int64_t>(starts[k] < 0 ? starts[k] + d : starts[k], 0, d);
     std::int64_t e = std::clamp<std::int64_t>(ends[k] < 0 ? ends[k] + d : ends[k], 0, d);
     if (e <= b)
-      return c.node_error(n, ErrorCode::unsupported, "the slice is empty on axis " +
-                                                         std::to_string(axis));
+      return c.node_error(n, ErrorCode::unsupported,
+                          "the slice is empty on axis " + std::to_string(axis));
     whole = whole && b == 0 && e == d && steps[k] == 1;
     a_out.push_back(axis);
     s_out.push_back(b);
@@ -392,10 +390,10 @@ Status slice(Converter& c, onnx::NodeProto const& n) {
   }
   if (whole) return alias(c, n);
   CLEAVE_TRY(ir::TensorId x, c.tensor(n, 0));
-  return bind(c, n, c.b().op("slice", {x},
-                             {{"starts", s_out}, {"ends", e_out}, {"axes", a_out},
-                              {"steps", p_out}},
-                             out_name(c, n)));
+  return bind(c, n,
+              c.b().op("slice", {x},
+                       {{"starts", s_out}, {"ends", e_out}, {"axes", a_out}, {"steps", p_out}},
+                       out_name(c, n)));
 }
 
 Status gather(Converter& c, onnx::NodeProto const& n) {
@@ -408,8 +406,9 @@ Status gather(Converter& c, onnx::NodeProto const& n) {
     if (i < 0 || i >= d) return c.node_error(n, ErrorCode::invalid_argument, "index out of range");
     CLEAVE_TRY(ir::TensorId x, c.tensor(n, 0));
     std::string name = out_name(c, n);
-    auto y = c.b().op("slice", {x}, {{"starts", Ints{i}}, {"ends", Ints{i + 1}}, {"axes", Ints{axis}}},
-                      c.fresh(name + ".slice"));
+    auto y =
+        c.b().op("slice", {x}, {{"starts", Ints{i}}, {"ends", Ints{i + 1}}, {"axes", Ints{axis}}},
+                 c.fresh(name + ".slice"));
     ir::Shape to = ds;
     to.erase(to.begin() + axis);
     return bind(c, n, c.b().op("reshape", {y}, {{"shape", to}}, name));
@@ -457,8 +456,9 @@ Status layer_norm(Converter& c, onnx::NodeProto const& n) {
                         "LayerNormalization over more than the last axis is not imported");
   for (int k = 1; k < n.output_size(); ++k)
     if (!n.output(k).empty() && !c.consumers(n.output(k)).empty())
-      return c.node_error(n, ErrorCode::unsupported, "the mean and inverse deviation outputs "
-                                                     "are not imported");
+      return c.node_error(n, ErrorCode::unsupported,
+                          "the mean and inverse deviation outputs "
+                          "are not imported");
   CLEAVE_TRY(ir::TensorId x, c.tensor(n, 0));
   CLEAVE_TRY(ir::TensorId g, c.tensor(n, 1));
   std::string name = out_name(c, n);
@@ -468,8 +468,8 @@ Status layer_norm(Converter& c, onnx::NodeProto const& n) {
   } else {
     b = c.b().input(c.fresh(name + ".zero_bias"), {s.back()}, c.b().type_of(x).dtype);
   }
-  return bind(c, n, c.b().op("layer_norm", {x, g, b}, {{"eps", attr_float(n, "epsilon", 1e-5)}},
-                             name));
+  return bind(c, n,
+              c.b().op("layer_norm", {x, g, b}, {{"eps", attr_float(n, "epsilon", 1e-5)}}, name));
 }
 
 // ReduceMean over some axes as a global average pool: the kept axes first, the reduced ones
@@ -549,7 +549,10 @@ std::unordered_map<std::string, Mapping> const& mappings() {
       {"Relu", [](Converter& c, auto const& n) { return unary(c, n, "relu"); }},
       {"Tanh", [](Converter& c, auto const& n) { return unary(c, n, "tanh"); }},
       {"Sigmoid", [](Converter& c, auto const& n) { return unary(c, n, "sigmoid"); }},
-      {"Neg", [](Converter& c, auto const& n) { return unary(c, n, "scale", {{"alpha", -1.0}}); }},
+      {"Neg",
+       [](Converter& c, auto const& n) {
+         return unary(c, n, "scale", {{"alpha", -1.0}});
+       }},
       {"Gelu", gelu},
       {"Add", [](Converter& c, auto const& n) { return arithmetic(c, n, "add"); }},
       {"Sub", [](Converter& c, auto const& n) { return arithmetic(c, n, "sub"); }},
@@ -562,7 +565,8 @@ std::unordered_map<std::string, Mapping> const& mappings() {
       {"BatchNormalization", batch_norm},
       {"MaxPool", [](Converter& c, auto const& n) { return pool(c, n, true); }},
       {"AveragePool", [](Converter& c, auto const& n) { return pool(c, n, false); }},
-      {"GlobalAveragePool", [](Converter& c, auto const& n) { return unary(c, n, "global_avg_pool"); }},
+      {"GlobalAveragePool",
+       [](Converter& c, auto const& n) { return unary(c, n, "global_avg_pool"); }},
       {"GlobalMaxPool", [](Converter& c, auto const& n) { return unary(c, n, "global_max_pool"); }},
       {"Reshape", reshape},
       {"Flatten", flatten},

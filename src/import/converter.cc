@@ -27,17 +27,21 @@ bool is_weight_candidate(onnx::TensorProto const& t) {
 
 Expected<ir::DType> dtype_of(int t, std::string const& what) {
   switch (t) {
-    case onnx::TensorProto::FLOAT: return ir::DType::fp32;
-    case onnx::TensorProto::FLOAT16: return ir::DType::fp16;
-    case onnx::TensorProto::BFLOAT16: return ir::DType::bf16;
-    case onnx::TensorProto::INT32: return ir::DType::int32;
-    case onnx::TensorProto::INT64: return ir::DType::int64;
-    default:
-      return Error(ErrorCode::unsupported,
-                   what + " has ONNX element type " +
-                       onnx::TensorProto::DataType_Name(
-                           static_cast<onnx::TensorProto::DataType>(t)) +
-                       "; cleave's tensors are float32, float16, bfloat16, int32 or int64");
+  case onnx::TensorProto::FLOAT:
+    return ir::DType::fp32;
+  case onnx::TensorProto::FLOAT16:
+    return ir::DType::fp16;
+  case onnx::TensorProto::BFLOAT16:
+    return ir::DType::bf16;
+  case onnx::TensorProto::INT32:
+    return ir::DType::int32;
+  case onnx::TensorProto::INT64:
+    return ir::DType::int64;
+  default:
+    return Error(ErrorCode::unsupported,
+                 what + " has ONNX element type " +
+                     onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t)) +
+                     "; cleave's tensors are float32, float16, bfloat16, int32 or int64");
   }
 }
 
@@ -54,8 +58,8 @@ Converter::Converter(onnx::ModelProto const& model, ops::OpRegistry const& regis
 
 Error Converter::node_error(onnx::NodeProto const& n, ErrorCode code,
                             std::string const& what) const {
-  return Error(code, what).with_context("in " + where(n) + " (opset " + std::to_string(opset_) +
-                                        ")");
+  return Error(code, what)
+      .with_context("in " + where(n) + " (opset " + std::to_string(opset_) + ")");
 }
 
 std::string Converter::fresh(std::string const& base) {
@@ -110,60 +114,62 @@ Expected<ir::Shape> Converter::shape(onnx::NodeProto const& n, int i) const {
   auto const* v = has(n, i) ? value(n.input(i)) : nullptr;
   if (!v) return node_error(n, ErrorCode::not_found, "input " + std::to_string(i) + " is missing");
   switch (v->kind) {
-    case Value::Kind::tensor: return b_.shape_of(v->id);
-    case Value::Kind::constant: return v->constant->dims;
-    case Value::Kind::initializer: {
-      ir::Shape s(v->init->dims().begin(), v->init->dims().end());
-      if (v->transposed) std::reverse(s.begin(), s.end());
-      return s;
-    }
+  case Value::Kind::tensor:
+    return b_.shape_of(v->id);
+  case Value::Kind::constant:
+    return v->constant->dims;
+  case Value::Kind::initializer: {
+    ir::Shape s(v->init->dims().begin(), v->init->dims().end());
+    if (v->transposed) std::reverse(s.begin(), s.end());
+    return s;
+  }
   }
   return ir::Shape{};
 }
 
 Expected<ir::TensorId> Converter::tensor_of(Value const& v, std::optional<ir::Shape> as) {
   switch (v.kind) {
-    case Value::Kind::tensor: return v.id;
-    case Value::Kind::constant: {
-      auto it = constants_.find(v.name);
-      if (it != constants_.end()) return it->second;
-      ir::Shape s = v.constant->dims;
+  case Value::Kind::tensor:
+    return v.id;
+  case Value::Kind::constant: {
+    auto it = constants_.find(v.name);
+    if (it != constants_.end()) return it->second;
+    ir::Shape s = v.constant->dims;
+    if (!ir::is_valid_shape(s))
+      return Error(ErrorCode::unsupported,
+                   "constant '" + v.name + "' has an empty dimension " + ir::shape_to_string(s));
+    ir::DType dt = v.constant->elem == Elem::floating ? ir::DType::fp32 : ir::DType::int64;
+    auto id = b_.source(claim(v.name), {s, dt}, ir::TensorRole::input);
+    constants_[v.name] = id;
+    return id;
+  }
+  case Value::Kind::initializer: {
+    ir::Shape dims(v.init->dims().begin(), v.init->dims().end());
+    auto it = weights_.find(v.name);
+    ir::TensorId w;
+    if (it != weights_.end()) {
+      w = it->second;
+    } else {
+      CLEAVE_TRY(ir::DType dt, dtype_of(v.init->data_type(), "initializer '" + v.name + "'"));
+      ir::Shape s =
+          as && !v.transposed && ir::num_elements(*as) == ir::num_elements(dims) ? *as : dims;
       if (!ir::is_valid_shape(s))
-        return Error(ErrorCode::unsupported,
-                     "constant '" + v.name + "' has an empty dimension " + ir::shape_to_string(s));
-      ir::DType dt = v.constant->elem == Elem::floating ? ir::DType::fp32 : ir::DType::int64;
-      auto id = b_.source(claim(v.name), {s, dt}, ir::TensorRole::input);
-      constants_[v.name] = id;
-      return id;
+        return Error(ErrorCode::unsupported, "initializer '" + v.name + "' has shape " +
+                                                 ir::shape_to_string(s) +
+                                                 " with an empty dimension");
+      w = b_.weight(claim(v.name), s, dt);
+      weights_[v.name] = w;
+      ++stats_.weights;
+      stats_.parameters += ir::num_elements(s);
     }
-    case Value::Kind::initializer: {
-      ir::Shape dims(v.init->dims().begin(), v.init->dims().end());
-      auto it = weights_.find(v.name);
-      ir::TensorId w;
-      if (it != weights_.end()) {
-        w = it->second;
-      } else {
-        CLEAVE_TRY(ir::DType dt, dtype_of(v.init->data_type(), "initializer '" + v.name + "'"));
-        ir::Shape s = as && !v.transposed && ir::num_elements(*as) == ir::num_elements(dims)
-                          ? *as
-                          : dims;
-        if (!ir::is_valid_shape(s))
-          return Error(ErrorCode::unsupported, "initializer '" + v.name + "' has shape " +
-                                                   ir::shape_to_string(s) +
-                                                   " with an empty dimension");
-        w = b_.weight(claim(v.name), s, dt);
-        weights_[v.name] = w;
-        ++stats_.weights;
-        stats_.parameters += ir::num_elements(s);
-      }
-      if (v.transposed) {
-        std::string name = fresh(v.name + ".T");
-        w = b_.op("transpose", {w}, {{"perm", std::vector<std::int64_t>{1, 0}}}, name);
-      }
-      if (as && b_.ok() && b_.shape_of(w) != *as && ir::num_elements(*as) == ir::num_elements(dims))
-        w = b_.op("reshape", {w}, {{"shape", *as}}, fresh(v.name + ".reshaped"));
-      return w;
+    if (v.transposed) {
+      std::string name = fresh(v.name + ".T");
+      w = b_.op("transpose", {w}, {{"perm", std::vector<std::int64_t>{1, 0}}}, name);
     }
+    if (as && b_.ok() && b_.shape_of(w) != *as && ir::num_elements(*as) == ir::num_elements(dims))
+      w = b_.op("reshape", {w}, {{"shape", *as}}, fresh(v.name + ".reshaped"));
+    return w;
+  }
   }
   return ir::TensorId{};
 }
@@ -197,9 +203,9 @@ Status Converter::add_inputs() {
     if (inits.count(in.name())) continue;  // an initializer listed as an input (IR < 4 style)
     auto const& tt = in.type().tensor_type();
     if (!in.type().has_tensor_type())
-      return Error(ErrorCode::unsupported,
-                   "graph input '" + in.name() + "' is not a tensor (sequences and maps are "
-                                                 "not imported)");
+      return Error(ErrorCode::unsupported, "graph input '" + in.name() +
+                                               "' is not a tensor (sequences and maps are "
+                                               "not imported)");
     CLEAVE_TRY(ir::DType dt, dtype_of(tt.elem_type(), "graph input '" + in.name() + "'"));
     ir::Shape s;
     if (!tt.has_shape())
@@ -309,8 +315,7 @@ Status Converter::fold(onnx::NodeProto const& n, bool& folded) {
 Status Converter::convert(onnx::NodeProto const& n) {
   if (registry_.find(n.op_type()) && registry_.find(n.op_type())->attrs_are_params)
     return custom(n);
-  if (!n.domain().empty() && n.domain() != "ai.onnx")
-    return opaque(n);
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return opaque(n);
   bool folded = false;
   CLEAVE_CHECK_OK(fold(n, folded));
   if (folded) {
@@ -348,7 +353,8 @@ Status Converter::custom(onnx::NodeProto const& n) {
                           std::to_string(n.output_size()));
   ir::Attrs attrs;
   for (auto const& a : n.attribute()) {
-    if (a.type() == onnx::AttributeProto::INT) attrs.set(a.name(), static_cast<std::int64_t>(a.i()));
+    if (a.type() == onnx::AttributeProto::INT)
+      attrs.set(a.name(), static_cast<std::int64_t>(a.i()));
     if (a.type() == onnx::AttributeProto::FLOAT) attrs.set(a.name(), static_cast<double>(a.f()));
   }
   set_tensor(n.output(0), b_.op(n.op_type(), inputs, std::move(attrs), claim(n.output(0))));
@@ -390,9 +396,8 @@ Status Converter::opaque(onnx::NodeProto const& n) {
       s.push_back(d.dim_value());
     }
     CLEAVE_TRY(ir::DType dt, dtype_of(tt.elem_type(), "output '" + n.output(k) + "'"));
-    ir::Attrs attrs{{"onnx_op", n.op_type()},
-                    {"shape", s},
-                    {"dtype", std::string(ir::dtype_name(dt))}};
+    ir::Attrs attrs{
+        {"onnx_op", n.op_type()}, {"shape", s}, {"dtype", std::string(ir::dtype_name(dt))}};
     set_tensor(n.output(k), b_.op("opaque", inputs, std::move(attrs), claim(n.output(k))));
   }
   ++stats_.opaque;
@@ -404,36 +409,38 @@ Status Converter::opaque(onnx::NodeProto const& n) {
 }
 
 Status Converter::add_loss() {
-  if (graph_.output_size() == 0) return Error(ErrorCode::invalid_argument, "the graph has no output");
+  if (graph_.output_size() == 0)
+    return Error(ErrorCode::invalid_argument, "the graph has no output");
   if (!options_.loss.empty()) {
     auto const* v = value(options_.loss);
     if (!v || v->kind != Value::Kind::tensor)
-      return Error(ErrorCode::not_found, "--loss '" + options_.loss +
-                                             "' is not a tensor the ONNX graph computes");
+      return Error(ErrorCode::not_found,
+                   "--loss '" + options_.loss + "' is not a tensor the ONNX graph computes");
     if (!b_.shape_of(v->id).empty())
-      return Error(ErrorCode::invalid_argument,
-                   "--loss '" + options_.loss + "' is " + ir::type_to_string(b_.type_of(v->id)) +
-                       "; the loss must be a scalar");
+      return Error(ErrorCode::invalid_argument, "--loss '" + options_.loss + "' is " +
+                                                    ir::type_to_string(b_.type_of(v->id)) +
+                                                    "; the loss must be a scalar");
     loss_ = v->id;
     return Status::ok();
   }
   std::string const& out = graph_.output(graph_.output_size() - 1).name();
   auto const* v = value(out);
   if (!v || v->kind != Value::Kind::tensor)
-    return Error(ErrorCode::unsupported, "the graph output '" + out + "' is not computed from "
-                                                                      "the inputs");
+    return Error(ErrorCode::unsupported, "the graph output '" + out +
+                                             "' is not computed from "
+                                             "the inputs");
   ir::TensorId logits = v->id;
   ir::Shape s = b_.shape_of(logits);
   if (s.size() == 3) {  // [B, S, V] (a language model): one label per position
-    logits = b_.op("reshape", {logits}, {{"shape", ir::Shape{s[0] * s[1], s[2]}}},
-                   fresh(out + ".flat"));
+    logits =
+        b_.op("reshape", {logits}, {{"shape", ir::Shape{s[0] * s[1], s[2]}}}, fresh(out + ".flat"));
     s = {s[0] * s[1], s[2]};
   }
   if (s.size() != 2)
     return Error(ErrorCode::unsupported,
                  "the default loss is cross-entropy of logits [batch, classes] (or [batch, seq, "
-                 "vocab]); the output '" + out + "' is " + ir::shape_to_string(s) +
-                     ": name a scalar tensor with --loss");
+                 "vocab]); the output '" +
+                     out + "' is " + ir::shape_to_string(s) + ": name a scalar tensor with --loss");
   auto labels = b_.input(fresh("labels"), {s[0]}, ir::DType::int64);
   loss_ = b_.op("cross_entropy", {logits, labels}, {}, fresh("loss"));
   return Status::ok();

@@ -5,9 +5,8 @@
 // Identity, as in the PyTorch module it came from).
 #pragma once
 
-#include <onnx/onnx_pb.h>
-
 #include <map>
+#include <onnx/onnx_pb.h>
 #include <optional>
 #include <set>
 #include <string>

@@ -1,9 +1,8 @@
 // Reading ONNX node attributes (internal to the importer).
 #pragma once
 
-#include <onnx/onnx_pb.h>
-
 #include <cstdint>
+#include <onnx/onnx_pb.h>
 #include <optional>
 #include <string>
 #include <vector>

@@ -1,19 +1,19 @@
 // Loading: parse (protobuf, skipping the weights' bytes on the stream), check (onnx::checker),
-// infer shapes (with data propagation), then convert. libonnx and protobuf report errors by throwing; every call into
-// them is inside one try block here, so no exception leaves the importer.
+// infer shapes (with data propagation), then convert. libonnx and protobuf report errors by
+// throwing; every call into them is inside one try block here, so no exception leaves the importer.
 #include "import/onnx_import.h"
 
 #include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <exception>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/wire_format_lite.h>
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <exception>
 
 #include "import/converter.h"
 
@@ -161,9 +161,9 @@ Status unknown_default_ops(onnx::ModelProto& model, std::int64_t opset,
     if (onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "")) continue;
     if (!registry.find(n.op_type()) && !options.allow_opaque)
       return Error(ErrorCode::unsupported,
-                   "ONNX op " + n.op_type() + " (node '" + n.name() + "') is not defined at opset " +
-                       std::to_string(opset) + " and cleave has no mapping for it. " +
-                       unknown_op_advice(n.op_type()));
+                   "ONNX op " + n.op_type() + " (node '" + n.name() +
+                       "') is not defined at opset " + std::to_string(opset) +
+                       " and cleave has no mapping for it. " + unknown_op_advice(n.op_type()));
     n.set_domain(std::string(kCustomDomain));
     moved = true;
   }
@@ -194,8 +194,8 @@ Expected<ImportResult> import_model(onnx::ModelProto& model, std::string const& 
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), infer);
     infer_s = since(t0);
   } catch (std::exception const& e) {
-    return Error(ErrorCode::invalid_argument, "'" + label + "' is not a valid ONNX model: " +
-                                                  stage + " failed: " + e.what());
+    return Error(ErrorCode::invalid_argument,
+                 "'" + label + "' is not a valid ONNX model: " + stage + " failed: " + e.what());
   }
   auto t0 = Clock::now();
   Converter converter(model, registry, options);

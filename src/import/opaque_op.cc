@@ -30,8 +30,7 @@ Expected<ops::OpInstance> opaque(ir::Attrs const& a, std::span<ir::TensorType co
     }
     reads += (i ? ", " : "") + r + "]";
   }
-  if (reads.empty())
-    return Error(ErrorCode::invalid_argument, "opaque: needs at least one input");
+  if (reads.empty()) return Error(ErrorCode::invalid_argument, "opaque: needs at least one input");
   inst.tdl = y + "] = opaque(" + reads + ")" + (out.empty() ? "" : " ; split(b)");
   inst.output = ir::TensorType{out, *dtype};
   return inst;

@@ -28,8 +28,7 @@ std::optional<double> scalar_of(Converter& c, std::string const& name) {
 }
 
 // The one consumer of `value` (nullptr if it has none, several, or is a graph output).
-onnx::NodeProto const* only_consumer(Converter& c, std::string const& value,
-                                     char const* op_type) {
+onnx::NodeProto const* only_consumer(Converter& c, std::string const& value, char const* op_type) {
   auto const& users = c.consumers(value);
   if (users.size() != 1 || users[0]->op_type() != op_type) return nullptr;
   return users[0];

@@ -1,6 +1,8 @@
 // Real models exported by PyTorch (scripts/export_test_models.py, a ctest fixture) through the
 // `cleave` program: parameters equal PyTorch's sum(p.numel()), op counts and FLOPs are printed,
 // FLOPs match the zoo's own model of the same configuration, and plans simulate on dgx-a100.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -8,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
-#include <unistd.h>
 
 namespace {
 
@@ -24,8 +25,8 @@ std::string slurp(std::filesystem::path const& p) {
 }
 
 Outcome cleave(std::string const& args) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("cleave_import_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cleave_import_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
                     " 2>" + (dir / "err").string();
@@ -84,8 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Models, ImportedModel,
 
 // Bad files through the program: a clear error naming the cause and exit code 1, no crash.
 TEST(ImportCli, BadFilesExitNonZeroWithTheCause) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("cleave_import_bad_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cleave_import_bad_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string whole = slurp(model_path("resnet18"));
   std::ofstream(dir / "truncated.onnx", std::ios::binary) << whole.substr(0, whole.size() / 3);

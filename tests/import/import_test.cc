@@ -46,8 +46,8 @@ TEST(Import, MlpMapsToLinearLayersWithALoss) {
   std::vector<std::string> types;
   for (auto const& op : g->forward.ops())
     types.push_back(op.type);
-  EXPECT_EQ(types, (std::vector<std::string>{"linear", "add", "relu", "linear", "add",
-                                             "cross_entropy"}));
+  EXPECT_EQ(types,
+            (std::vector<std::string>{"linear", "add", "relu", "linear", "add", "cross_entropy"}));
   auto training = autodiff::build_training_graph(g->forward, *r, {});
   EXPECT_TRUE(training.has_value()) << training.error().to_string();
 }
@@ -100,8 +100,7 @@ TEST(ImportErrors, UnknownOpNamesOpNodeOpsetAndTheWayOut) {
   EXPECT_NE(msg.find("--allow-opaque"), std::string::npos) << msg;
   o.middle_op = "Mish";  // not in ONNX before opset 18
   msg = error_of(bytes_of(mlp(o)));
-  EXPECT_NE(msg.find("ONNX op Mish (node 'Mish_a') is not defined at opset 17"),
-            std::string::npos)
+  EXPECT_NE(msg.find("ONNX op Mish (node 'Mish_a') is not defined at opset 17"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("--allow-opaque"), std::string::npos) << msg;
 }

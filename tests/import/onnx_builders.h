@@ -1,9 +1,8 @@
 // Small ONNX models written with the ONNX C++ API, for the importer's tests and the fuzz seeds.
 #pragma once
 
-#include <onnx/onnx_pb.h>
-
 #include <cstdint>
+#include <onnx/onnx_pb.h>
 #include <string>
 #include <vector>
 
