@@ -426,6 +426,9 @@ fold_node(onnx::NodeProto const& n, std::vector<std::optional<ConstTensor>> cons
     for (auto const& t : in) {
       if (!t) return std::nullopt;
       if (t->dims.size() != x.dims.size()) return Out(fold_error(n, "ranks differ"));
+      for (std::size_t k = 0; k < x.dims.size(); ++k)
+        if (k != a && t->dims[k] != x.dims[k])
+          return Out(fold_error(n, "inputs differ outside the axis"));
       r.dims[a] += t->dims[a];
     }
     r.values.clear();

@@ -137,8 +137,24 @@ Status gemm(Converter& c, onnx::NodeProto const& n) {
   return bind(c, n, y);
 }
 
+// Window attributes beyond any real model (and beyond what keeps index arithmetic in range).
+Status check_window(Converter& c, onnx::NodeProto const& n) {
+  for (char const* name : {"kernel_shape", "strides", "pads", "dilations"}) {
+    auto v = attr_ints(n, name);
+    if (!v) continue;
+    bool pads = std::string(name) == "pads";
+    for (auto x : *v)
+      if (x < (pads ? 0 : 1) || x > (1 << 16))
+        return c.node_error(n, ErrorCode::invalid_argument,
+                            std::string(name) + " value " + std::to_string(x) +
+                                " is out of range [" + (pads ? "0" : "1") + ", 65536]");
+  }
+  return Status::ok();
+}
+
 // Pads [x1_begin, x2_begin, x1_end, x2_end] = cleave's (top, left, bottom, right).
 Expected<Ints> pads_of(Converter& c, onnx::NodeProto const& n) {
+  CLEAVE_CHECK_OK(check_window(c, n));
   std::string autopad = attr_string(n, "auto_pad", "NOTSET");
   if (autopad != "NOTSET" && autopad != "VALID")
     return c.node_error(n, ErrorCode::unsupported,
@@ -239,13 +255,12 @@ Status reshape(Converter& c, onnx::NodeProto const& n) {
       infer = static_cast<int>(i);
       continue;
     }
-    if (want[i] < 1)
+    if (want[i] < 1 || __builtin_mul_overflow(known, want[i], &known))
       return c.node_error(n, ErrorCode::invalid_argument,
                           "target shape " + ir::shape_to_string(k->ints()) + " is not valid");
-    known *= want[i];
   }
   if (infer >= 0) want[static_cast<std::size_t>(infer)] = ir::num_elements(s) / known;
-  if (ir::num_elements(want) != ir::num_elements(s))
+  if (!ir::is_valid_shape(want) || ir::num_elements(want) != ir::num_elements(s))
     return c.node_error(n, ErrorCode::shape_mismatch,
                         "cannot reshape " + ir::shape_to_string(s) + " to " +
                             ir::shape_to_string(want));
@@ -335,7 +350,7 @@ Status split(Converter& c, onnx::NodeProto const& n) {
   }
   std::int64_t total = 0;
   for (auto v : sizes)
-    total += v;
+    total += std::clamp<std::int64_t>(v, 0, s[static_cast<std::size_t>(axis)] + 1);
   if (static_cast<int>(sizes.size()) != n.output_size() ||
       total != s[static_cast<std::size_t>(axis)] ||
       std::any_of(sizes.begin(), sizes.end(), [](auto v) { return v < 1; }))

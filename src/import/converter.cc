@@ -188,7 +188,8 @@ Status Converter::add_inputs() {
     inits.insert(t.name());
     Value v;
     v.name = t.name();
-    if (is_weight_candidate(t)) {
+    ir::Shape dims(t.dims().begin(), t.dims().end());
+    if (is_weight_candidate(t) && ir::is_valid_shape(dims)) {
       v.kind = Value::Kind::initializer;
       v.init = &t;
     } else {
