@@ -133,6 +133,71 @@ bool model(CodedInputStream& in, onnx::ModelProto& m) {
 
 }  // namespace wire
 
+std::int64_t element_bytes(int data_type) {
+  switch (data_type) {
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL:
+    return 1;
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return 2;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return 4;
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::COMPLEX64:
+    return 8;
+  case onnx::TensorProto::COMPLEX128:
+    return 16;
+  default:
+    return 0;  // strings: no fixed size
+  }
+}
+
+// libonnx trusts a tensor's bytes to match its shape (shape inference's data propagation copies
+// numel * size bytes out of raw_data), and its checker does not compare them: found by fuzzing
+// (docs/import.md). So every tensor in the file is checked here first. The one-byte placeholders
+// of skipped weights (wire::tensor) are the exception; nothing reads them.
+Status check_tensor_bytes(onnx::TensorProto const& t) {
+  std::int64_t numel = 1;
+  for (auto d : t.dims())
+    if (d < 0 || (d > 0 && numel > (std::int64_t{1} << 40) / d))
+      return Error(ErrorCode::invalid_argument,
+                   "tensor '" + t.name() + "' has a negative or too large dimension");
+    else
+      numel *= d;
+  std::int64_t size = element_bytes(t.data_type());
+  if (t.data_location() == onnx::TensorProto::EXTERNAL || size == 0) return Status::ok();
+  auto have = static_cast<std::int64_t>(t.raw_data().size());
+  bool placeholder = have == 1 && numel * size >= kKeepBytes;
+  if (t.has_raw_data() && have != numel * size && !placeholder)
+    return Error(ErrorCode::invalid_argument,
+                 "tensor '" + t.name() + "' holds " + std::to_string(have) +
+                     " bytes but its shape and type need " + std::to_string(numel * size));
+  return Status::ok();
+}
+
+Status check_all_tensor_bytes(onnx::GraphProto const& g) {
+  for (auto const& t : g.initializer())
+    CLEAVE_CHECK_OK(check_tensor_bytes(t));
+  for (auto const& n : g.node())
+    for (auto const& a : n.attribute()) {
+      if (a.has_t()) CLEAVE_CHECK_OK(check_tensor_bytes(a.t()));
+      for (auto const& t : a.tensors())
+        CLEAVE_CHECK_OK(check_tensor_bytes(t));
+      if (a.has_g()) CLEAVE_CHECK_OK(check_all_tensor_bytes(a.g()));
+      for (auto const& sub : a.graphs())
+        CLEAVE_CHECK_OK(check_all_tensor_bytes(sub));
+    }
+  return Status::ok();
+}
+
 Status check_opset(onnx::ModelProto const& m, std::int64_t& opset) {
   opset = -1;
   for (auto const& o : m.opset_import())
@@ -181,6 +246,8 @@ Expected<ImportResult> import_model(onnx::ModelProto& model, std::string const& 
   std::int64_t opset = 0;
   CLEAVE_CHECK_OK(check_opset(model, opset));
   CLEAVE_CHECK_OK(unknown_default_ops(model, opset, registry, options));
+  if (auto st = check_all_tensor_bytes(model.graph()); !st)
+    return std::move(st).error().with_context("in '" + label + "'");
   std::string stage = "checking the model (onnx::checker)";
   double check_s = 0, infer_s = 0;
   try {

@@ -1,5 +1,7 @@
 // The importer on small models written in the test: the mapping, parameters counted by use, and
 // bad input (each a clear error naming the cause, never a crash).
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include "autodiff/training_graph.h"
@@ -176,6 +178,43 @@ TEST(ImportErrors, ReshapeToAShapeComputedFromData) {
   shape->mutable_dim(1)->set_dim_param("Q");
   auto msg = error_of(bytes_of(m));
   EXPECT_NE(msg.find("Reshape"), std::string::npos) << msg;
+}
+
+// Inputs the fuzzer (scripts/fuzz.sh) found crashing, kept as regressions: each must give an
+// Error. The .bin extension keeps them out of the *.onnx ignore rule.
+TEST(ImportErrors, FuzzRegressions) {
+  auto r = registry();
+  int seen = 0;
+  for (auto const& f : std::filesystem::directory_iterator(CLEAVE_FUZZ_REGRESSIONS)) {
+    std::ifstream in(f.path(), std::ios::binary);
+    std::string bytes{std::istreambuf_iterator<char>(in), {}};
+    for (bool opaque : {false, true}) {
+      ImportOptions o;
+      o.allow_opaque = opaque;
+      auto g = import_onnx_bytes(bytes, f.path().filename().string(), *r, o);
+      if (g) {
+        autodiff::TrainingOptions t;
+        t.loss = g->loss;
+        (void)autodiff::build_training_graph(g->forward, *r, t);
+      }
+    }
+    ++seen;
+  }
+  EXPECT_GT(seen, 0);
+}
+
+TEST(ImportErrors, TensorBytesThatDoNotMatchTheShape) {
+  auto m = mlp();
+  auto* g = m.mutable_graph();
+  auto* c = testing::add_node(g, "Constant", {}, {"shape"});
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_dims(2);
+  a->mutable_t()->set_raw_data(std::string(3, '\1'));  // 2 int64 need 16 bytes
+  auto msg = error_of(bytes_of(m));
+  EXPECT_NE(msg.find("holds 3 bytes but its shape and type need 16"), std::string::npos) << msg;
 }
 
 TEST(ImportErrors, MissingFile) {
