@@ -156,6 +156,27 @@ void add_layout(GradientRules& rules) {
   });
 }
 
+// Imported ops without semantics (`opaque`, registered by import/opaque_op.h for --allow-opaque):
+// the gradient of each input is another opaque op that reads the forward inputs and dY and has
+// that input's shape, so the backward pass is planned (on the batch only) and costed by its bytes.
+void add_opaque(GradientRules& rules) {
+  rules.add("opaque", [](GradContext& c, auto& g) {
+    std::vector<ir::TensorId> in;
+    for (std::size_t i = 0; i < c.num_inputs(); ++i)
+      in.push_back(c.input(i));
+    in.push_back(c.grad_output());
+    for (std::size_t i = 0; i < c.num_inputs(); ++i) {
+      if (!c.wanted(i)) continue;
+      auto const& t = c.builder().type_of(c.input(i));
+      g[i] = c.emit("opaque", in,
+                    {{"onnx_op", c.attrs().get_string("onnx_op", "?") + "_grad"},
+                     {"shape", t.shape},
+                     {"dtype", std::string(ir::dtype_name(t.dtype))}},
+                    "X" + std::to_string(i));
+    }
+  });
+}
+
 }  // namespace
 
 void add_pointwise_rules(GradientRules& rules) {
@@ -166,6 +187,7 @@ void add_pointwise_rules(GradientRules& rules) {
   add_arithmetic(rules);
   add_normalization(rules);
   add_layout(rules);
+  add_opaque(rules);
 }
 
 }  // namespace cleave::autodiff

@@ -46,6 +46,14 @@ struct ExportGraphCommand {
 };
 int run_export_graph(ops::OpRegistry const& registry, ExportGraphCommand const& cmd);
 
+struct ImportCommand {
+  std::string model;   // an .onnx file
+  std::string output;  // cleave.graph/1 of the forward graph (with its loss)
+  TrainingFlags training;
+  bool training_graph = false;  // write the training graph instead
+};
+int run_import(ops::OpRegistry const& registry, ImportCommand const& cmd);
+
 struct ClustersCommand {
   std::string show;         // --show SPEC: print one cluster
   std::string export_spec;  // --export SPEC: write it as cleave.cluster/1 ...

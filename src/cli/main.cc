@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "import/opaque_op.h"
 
 int main(int argc, char** argv) {
   using namespace cleave;
@@ -42,13 +43,19 @@ int main(int argc, char** argv) {
   auto add_training = [](CLI::App* cmd, cli::TrainingFlags& flags) {
     cmd->add_option("--optimizer", flags.optimizer, "sgd (with momentum 0.9, default) or adam");
     cmd->add_option("--lr", flags.learning_rate, "learning rate (sgd 0.01, adam 0.001)");
-    cmd->add_option("--loss", flags.loss, "the scalar tensor to minimise (default: loss)");
+    cmd->add_option("--loss", flags.loss,
+                    "the scalar tensor to minimise (default: loss; for .onnx models, an ONNX "
+                    "tensor name, else cross-entropy of the last output)");
+    cmd->add_flag("--allow-opaque", flags.allow_opaque,
+                  ".onnx models: import ops cleave has no mapping for as opaque ops "
+                  "(splittable on the batch only) instead of failing");
   };
   std::string const profile_help =
       "a cleave.profile/1 table of measured piece times and per-device calibrations that "
       "override the roofline (docs/formats.md)";
   std::string const model_help =
-      "a zoo model NAME[:key=value,...] (`cleave models`) or a cleave.graph/1 file";
+      "a zoo model NAME[:key=value,...] (`cleave models`), a cleave.graph/1 file (.json) or an "
+      "ONNX model (.onnx)";
 
   bool models_json = false;
   auto* models_list = app.add_subcommand("models", "list the model zoo with keys and defaults");
@@ -86,6 +93,15 @@ int main(int argc, char** argv) {
   export_graph->add_flag("--forward-only", export_cmd.forward_only,
                          "write the forward graph instead");
   add_training(export_graph, export_cmd.training);
+
+  cli::ImportCommand import_cmd;
+  auto* import = app.add_subcommand(
+      "import", "import an ONNX model (opsets 13-17) as a cleave graph (docs/import.md)");
+  import->add_option("model", import_cmd.model, "an .onnx file")->required();
+  import->add_option("-o,--output", import_cmd.output, "output file (cleave.graph/1)")->required();
+  import->add_flag("--training", import_cmd.training_graph,
+                   "write the training graph (autodiff + optimizer) instead of the forward graph");
+  add_training(import, import_cmd.training);
 
   cli::PlanCommand plan_cmd;
   auto* plan = app.add_subcommand("plan", "make a plan for a model on a cluster and predict it");
@@ -164,6 +180,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   auto registry = ops::OpRegistry::with_builtins();
+  importer::add_import_ops(*registry);
   for (auto const& file : semantics_files) {
     auto st = registry->load_semantics_file(file);
     if (!st) return cli::report(st.error());
@@ -174,6 +191,7 @@ int main(int argc, char** argv) {
   if (*clusters) return cli::run_clusters(clusters_cmd);
   if (*inspect) return cli::run_inspect(*registry, inspect_cmd);
   if (*export_graph) return cli::run_export_graph(*registry, export_cmd);
+  if (*import) return cli::run_import(*registry, import_cmd);
   if (*plan) return cli::run_plan(*registry, plan_cmd);
   if (*simulate) return cli::run_simulate(*registry, simulate_cmd);
   if (*compare) return cli::run_compare(*registry, compare_cmd);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "import/onnx_import.h"
 #include "ir/graph_json.h"
 
 namespace cleave::cli {
@@ -41,6 +42,14 @@ Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags)
   return o;
 }
 
+Expected<importer::ImportResult>
+import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFlags const& flags) {
+  importer::ImportOptions options;
+  options.allow_opaque = flags.allow_opaque;
+  if (flags.loss != TrainingFlags{}.loss) options.loss = flags.loss;
+  return importer::import_onnx_file(path, registry, options);
+}
+
 Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& registry,
                                 TrainingFlags const& flags) {
   CLEAVE_TRY(autodiff::TrainingOptions options, training_options(flags));
@@ -51,6 +60,13 @@ Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& 
     auto training = autodiff::build_training_graph(g, registry, options);
     if (!training) return std::move(training).error().with_context("in graph file '" + spec + "'");
     return ModelInput{spec, std::move(g), std::move(*training), batch};
+  }
+  if (ends_with(spec, ".onnx")) {
+    CLEAVE_TRY(importer::ImportResult imported, import_onnx(spec, registry, flags));
+    options.loss = imported.loss;
+    auto training = autodiff::build_training_graph(imported.forward, registry, options);
+    if (!training) return std::move(training).error().with_context("in ONNX model '" + spec + "'");
+    return ModelInput{spec, std::move(imported.forward), std::move(*training), imported.batch};
   }
   auto zoo = models::ModelZoo::with_builtins();
   CLEAVE_TRY(models::ModelSpec parsed, models::parse_model_spec(spec));

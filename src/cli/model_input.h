@@ -1,11 +1,12 @@
-// What every command that takes a MODEL accepts: a zoo spec "NAME[:key=value,...]" or a graph
-// file (.json, forward or training graph). Later: .onnx.
+// What every command that takes a MODEL accepts: a zoo spec "NAME[:key=value,...]", a graph
+// file (.json, forward or training graph) or an ONNX model (.onnx, docs/import.md).
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "autodiff/training_graph.h"
+#include "import/onnx_import.h"
 #include "models/model_zoo.h"
 
 namespace cleave::cli {
@@ -15,6 +16,8 @@ struct TrainingFlags {
   std::string optimizer = "sgd";  // sgd (with momentum) or adam
   std::optional<double> learning_rate;
   std::string loss = "loss";
+  // .onnx models: import ops cleave has no mapping for as opaque ops instead of failing.
+  bool allow_opaque = false;
 };
 Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags);
 
@@ -26,6 +29,11 @@ struct ModelInput {
   // input tensor.
   std::int64_t batch = 1;
 };
+
+// An .onnx file's forward graph with the flags' import options (--loss names an ONNX tensor
+// unless it is the default, --allow-opaque).
+Expected<importer::ImportResult>
+import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFlags const& flags);
 
 Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& registry,
                                 TrainingFlags const& flags);

@@ -23,7 +23,8 @@ Expected<ir::TensorType> forward_output(OpRegistry const& registry, std::string 
   ir::Attrs known;
   for (auto const& [key, value] : attrs.items()) {
     bool ok = std::any_of(schema->attrs.begin(), schema->attrs.end(),
-                          [&](AttrSpec const& s) { return s.name == key; });
+                          // (an init-capture: clang 14 cannot capture a structured binding)
+                          [&k = key](AttrSpec const& s) { return s.name == k; });
     if (ok) known.set(key, value);
   }
   auto inst = registry.instantiate(forward, known, inputs);

@@ -186,7 +186,9 @@ Expected<ir::Attrs> OpRegistry::complete_attrs(OpSchema const& schema,
   ir::Attrs out;
   for (auto const& [key, value] : attrs.items()) {
     auto spec = std::find_if(schema.attrs.begin(), schema.attrs.end(),
-                             [&](AttrSpec const& s) { return s.name == key; });
+                             // (an init-capture: clang 14, the fuzz build, cannot capture a
+                             // structured binding)
+                             [&k = key](AttrSpec const& s) { return s.name == k; });
     if (spec == schema.attrs.end()) {
       std::string known;
       for (auto const& s : schema.attrs)

@@ -29,7 +29,9 @@ Status check_keys(json const& obj, std::string const& where,
                   std::initializer_list<std::string_view> required,
                   std::initializer_list<std::string_view> optional) {
   if (!obj.is_object()) return content_error(where, "expected an object, found " + type_name(obj));
-  for (auto const& [key, value] : obj.items()) {
+  for (auto const& item : obj.items()) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    std::string const& key = item.key();
     auto known = [&](std::initializer_list<std::string_view> list) {
       return std::find(list.begin(), list.end(), key) != list.end();
     };

@@ -36,7 +36,10 @@ resolve_named_spec(std::string_view what, NamedSpec const& spec,
                    std::string const& accepted) {
   std::string kind(what);
   ResolvedSpec r;
-  for (auto const& [key, value] : spec.args) {
+  for (auto const& arg : spec.args) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    auto const& key = arg.first;
+    auto const& value = arg.second;
     auto k = std::find_if(keys.begin(), keys.end(), [&](auto const& d) { return d.name == key; });
     if (k == keys.end())
       return Error(ErrorCode::invalid_argument, kind + " '" + spec.name + "' has no key '" + key +
