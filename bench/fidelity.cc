@@ -115,10 +115,14 @@ int main(int argc, char** argv) {
   std::vector<runtime::MeasuredSteps> all;
   for (auto const& p : pairs)
     all.push_back(p.calibration);
+  // The copies as the runtime does them, from the calibration runs' transfers.
+  runtime::fit_transfers(rates, all);
+  std::string refined_spec = runtime::calibrated_cluster_spec(rates, 2);
+  auto refined = must(cluster::load_cluster(refined_spec));
   if (auto st = runtime::add_measurements(profile, all, rates, "cpu-core"); !st) die(st.error());
   cost::ProfileTable roofline;
   roofline.add_calibration("cpu-core", *profile.calibration("cpu-core"));
-  cost::CostModel exact(cluster, {}, profile), calibrated(cluster, {}, roofline);
+  cost::CostModel exact(refined, {}, profile), calibrated(refined, {}, roofline);
   std::vector<double> errors, roofline_errors;
   for (auto& p : pairs) {
     auto const& program = p.executor->program();
@@ -154,8 +158,8 @@ int main(int argc, char** argv) {
     std::vector<double> ratios, step_times, sums;
     for (std::size_t s = 0; s < m.step_seconds.size(); ++s) {
       double sum = 0;
-      for (double t : m.task_seconds[s])
-        sum += t;
+      for (auto const& span : m.spans[s])
+        sum += span.end_s - span.start_s;
       ratios.push_back(m.step_seconds[s] / sum);
       step_times.push_back(m.step_seconds[s]);
       sums.push_back(sum);
@@ -165,8 +169,8 @@ int main(int argc, char** argv) {
                                         median(sums), 100 * (median(ratios) - 1)));
   }
 
-  std::printf("calibrated cluster: %s (%d thread(s) per device)\n", spec.c_str(),
-              rates.threads_per_device);
+  std::printf("calibrated cluster: %s (%d thread(s) per device); plans made on %s\n",
+              refined_spec.c_str(), rates.threads_per_device, spec.c_str());
   if (markdown) {
     std::printf("\n| model | algorithm | tasks | measured step (s) | predicted, profile (s) | error "
                 "| predicted, calibrated roofline only (s) | error |\n|---|---|---|---|---|---|---|---|\n");

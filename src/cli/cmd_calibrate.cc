@@ -47,7 +47,7 @@ Expected<std::vector<Workload>> workload(ops::OpRegistry const& registry,
       return Error(ErrorCode::invalid_argument,
                    fmt::format("plan '{}' is for {} devices but --cluster {} has {}; plan for "
                                "the cluster being calibrated",
-                               path, in.plan.num_devices, spec, cluster.num_devices()));
+                               path, in.plan.num_devices, cmd.cluster, cluster.num_devices()));
     out.push_back({path, std::move(in.model.training), std::move(in.plan)});
   }
   if (!cmd.plans.empty()) return out;
@@ -96,6 +96,8 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
     if (!m) return report(m.error().with_context("running " + w.label));
     measured.push_back(std::move(*m));
   }
+  runtime::fit_transfers(*rates, measured);
+  spec = runtime::calibrated_cluster_spec(*rates, options.devices);
   cost::ProfileTable table;
   std::time_t now = std::time(nullptr);
   char date[32];
@@ -115,6 +117,7 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
                         {"peak_flops_per_s", rates->peak.value()},
                         {"memory_bandwidth_bytes_per_s", rates->memory_bandwidth.value()},
                         {"copy_bandwidth_bytes_per_s", rates->copy_bandwidth.value()},
+                        {"hop_latency_s", rates->hop_latency.value()},
                         {"launch_s", rates->launch.value()},
                         {"threads_per_device", rates->threads_per_device},
                         {"entries", table.entries().size()},
@@ -127,11 +130,13 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
       "measured on {} thread(s) per device:\n"
       "  peak (fp32 matmul)      {:.1f} GFLOP/s\n"
       "  memory bandwidth        {:.2f} GB/s (element-wise add, bytes read + written)\n"
-      "  copy bandwidth          {:.2f} GB/s (what a transfer between devices does)\n"
+      "  copy bandwidth          {:.2f} GB/s (the runtime's transfers between devices)\n"
+      "  hop latency             {:.1f} us (a transfer crosses two hops)\n"
       "  kernel launch           {:.2f} us\n"
       "calibrated cluster: {}\n",
       rates->threads_per_device, rates->peak.value() / 1e9, rates->memory_bandwidth.value() / 1e9,
-      rates->copy_bandwidth.value() / 1e9, rates->launch.value() * 1e6, spec);
+      rates->copy_bandwidth.value() / 1e9, rates->hop_latency.value() * 1e6,
+      rates->launch.value() * 1e6, spec);
   text += fmt::format("measured {} step(s) of:\n", cmd.steps);
   for (std::size_t i = 0; i < work->size(); ++i) {
     auto const& s = measured[i].step_seconds;

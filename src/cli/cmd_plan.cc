@@ -57,14 +57,6 @@ void print(std::string const& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
-// The cost model, with the profile table at `profile_path` if one is given.
-Expected<cost::CostModel> cost_model(cluster::Cluster const& cluster,
-                                     std::string const& profile_path) {
-  if (profile_path.empty()) return cost::CostModel(cluster);
-  CLEAVE_TRY(cost::ProfileTable table, cost::load_profile(profile_path));
-  return cost::CostModel(cluster, {}, std::move(table));
-}
-
 // The table with its coverage (text output only: the JSON has measured_tasks and priced_tasks).
 void print_rows(std::string const& model, std::string const& cluster,
                 std::vector<report::PlanRow> const& rows, std::string const& profile_path,

@@ -129,7 +129,9 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   auto program = lower::lower(model.training, p, registry);
   if (!program) return report(program.error().with_context("in plan file '" + cmd.plan + "'"));
   RunOutcome out;
-  out.prediction = sim::predict(model.training, *program, cost::CostModel(cluster), model.batch);
+  auto cost = cost_model(cluster, cmd.profile);
+  if (!cost) return report(cost.error());
+  out.prediction = sim::predict(model.training, *program, *cost, model.batch);
   std::vector<runtime::DeviceInfo> devices;
   for (auto const& d : cluster.devices())
     devices.push_back({d.name, d.memory});

@@ -102,6 +102,7 @@ struct RunCommand {
   double tolerance = 1e-4;  // of the check's max relative error (runtime/check.h)
   std::string trace;        // empty: no trace; else the last step's measured Chrome trace
   std::string fail_op;      // fault injection (tests): the compute tasks of this op fail
+  std::string profile;      // cleave.profile/1 table for the prediction shown beside the run
   TrainingFlags training;
   bool json = false;
 };

@@ -157,6 +157,9 @@ int main(int argc, char** argv) {
                   "chrome://tracing)");
   run->add_option("--fail-op", run_cmd.fail_op, "testing: make the compute tasks of this op fail")
       ->group("");
+  run->add_option("--profile", run_cmd.profile,
+                  "a cleave.profile/1 table (cleave calibrate) for the simulated step time shown "
+                  "beside the measured one");
   run->add_flag("--json", run_cmd.json, "print cleave.run/1 JSON");
   add_training(run, run_cmd.training);
 

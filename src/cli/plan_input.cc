@@ -26,4 +26,11 @@ Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry con
   return PlanInput{std::move(p), std::move(*model), std::move(*cluster)};
 }
 
+Expected<cost::CostModel> cost_model(cluster::Cluster const& cluster,
+                                     std::string const& profile_path) {
+  if (profile_path.empty()) return cost::CostModel(cluster);
+  CLEAVE_TRY(cost::ProfileTable table, cost::load_profile(profile_path));
+  return cost::CostModel(cluster, {}, std::move(table));
+}
+
 }  // namespace cleave::cli

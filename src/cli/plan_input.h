@@ -7,6 +7,7 @@
 
 #include "cli/model_input.h"
 #include "cluster/cluster.h"
+#include "cost/cost_model.h"
 #include "plan/plan.h"
 
 namespace cleave::cli {
@@ -16,6 +17,10 @@ struct PlanInput {
   ModelInput model;
   cluster::Cluster cluster;
 };
+
+// The cost model, with the cleave.profile/1 table at `profile_path` if one is given.
+Expected<cost::CostModel> cost_model(cluster::Cluster const& cluster,
+                                     std::string const& profile_path);
 
 Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry const& registry,
                                     TrainingFlags const& flags);

@@ -340,9 +340,11 @@ PresetDef cpu() {
            {"peak", KeyKind::flops_rate, "50GFLOP/s", "fp32 peak of each device"},
            {"memory_bandwidth", KeyKind::bandwidth, "10GB/s", "memory bandwidth of each device"},
            bandwidth_key("link", "10GB/s", "copy bandwidth between a device and shared memory"),
+           {"latency", KeyKind::duration, "1us",
+            "latency of each hop of a copy between devices (a transfer crosses two)"},
            size_key("host_memory", "16GiB", "host memory that swapping may use")},
-          {"peak 50 GFLOP/s fp32, memory bandwidth 10 GB/s, link 10 GB/s and 1 us per core: "
-           "nominal placeholders, calibrated later by `cleave calibrate`",
+          {"peak 50 GFLOP/s fp32, memory bandwidth 10 GB/s, link 10 GB/s and 1 us per hop: "
+           "nominal placeholders; `cleave calibrate` measures them on this machine",
            "link = shared memory: each core has one host link to the node's memory, so a "
            "transfer between cores is a copy through it (2 hops)",
            "memory 4 GiB per device and host memory 16 GiB: nominal caps"},
@@ -356,7 +358,7 @@ PresetDef cpu() {
               d.memory = a.bytes("memory");
               d.peak[ir::DType::fp32] = a.flops_rate("peak");
               d.memory_bandwidth = a.bandwidth("memory_bandwidth");
-              b.add_host_link(b.add_device(std::move(d)), a.bandwidth("link"), Seconds(1e-6));
+              b.add_host_link(b.add_device(std::move(d)), a.bandwidth("link"), a.seconds("latency"));
             }
           }};
 }

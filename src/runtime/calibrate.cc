@@ -161,7 +161,8 @@ std::string calibrated_cluster_spec(MachineRates const& rates, int devices) {
   auto g = [](double v) { return fmt::format("{:.3g}", v / 1e9); };
   return "cpu:devices=" + std::to_string(devices) + ",peak=" + g(rates.peak.value()) +
          "GFLOP/s,memory_bandwidth=" + g(rates.memory_bandwidth.value()) +
-         "GB/s,link=" + g(rates.copy_bandwidth.value()) + "GB/s";
+         "GB/s,link=" + g(rates.copy_bandwidth.value()) +
+         "GB/s,latency=" + fmt::format("{:.3g}", rates.hop_latency.value() * 1e6) + "us";
 }
 
 Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry const& kernels,
@@ -174,14 +175,42 @@ Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry c
   m.graph = &executor.graph();
   m.program = &executor.program();
   for (std::size_t s = warmup_steps; s < run.steps.size(); ++s) {
-    std::vector<double> seconds;
-    seconds.reserve(run.steps[s].spans.size());
-    for (auto const& span : run.steps[s].spans)
-      seconds.push_back(span.end_s - span.start_s);
-    m.task_seconds.push_back(std::move(seconds));
+    m.spans.push_back(std::move(run.steps[s].spans));
     m.step_seconds.push_back(run.steps[s].step_s);
   }
   return m;
+}
+
+void fit_transfers(MachineRates& rates, std::vector<MeasuredSteps> const& measured) {
+  std::vector<double> small, handoff, bandwidth;
+  std::vector<std::pair<double, double>> large;  // bytes, seconds
+  for (auto const& m : measured) {
+    auto const& tasks = m.program->tasks;
+    for (auto const& spans : m.spans) {
+      std::vector<double> device_free(static_cast<std::size_t>(m.program->num_devices), 0.0);
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        auto const& t = tasks[i];
+        auto& free = device_free[static_cast<std::size_t>(t.device)];
+        double previous_end = free;
+        free = spans[i].end_s;
+        if (t.kind != lower::TaskKind::transfer) continue;
+        double seconds = spans[i].end_s - spans[i].start_s;
+        double bytes = static_cast<double>(t.bytes.value());
+        if (bytes < 64 * 1024) small.push_back(seconds);
+        if (bytes >= 1024 * 1024) large.push_back({bytes, seconds});
+        double source = 0;
+        for (auto d : t.deps)
+          source = std::max(source, spans[d].end_s);
+        if (previous_end < source) handoff.push_back(spans[i].start_s - source);
+      }
+    }
+  }
+  double copy_latency = small.empty() ? 0 : median(small);
+  for (auto [bytes, seconds] : large)
+    if (seconds > copy_latency) bandwidth.push_back(bytes / (seconds - copy_latency));
+  if (!bandwidth.empty()) rates.copy_bandwidth = BytesPerSecond(median(bandwidth));
+  if (!small.empty() || !handoff.empty())
+    rates.hop_latency = Seconds((copy_latency + (handoff.empty() ? 0 : median(handoff))) / 2);
 }
 
 Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> const& measured,
@@ -211,8 +240,8 @@ Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> co
       }
       auto& [seconds, flops] = pieces[key];
       flops = t.flops.value();
-      for (auto const& step : m.task_seconds)
-        seconds.push_back(step.at(i));
+      for (auto const& step : m.spans)
+        seconds.push_back(step.at(i).end_s - step.at(i).start_s);
     }
   }
   std::map<std::string, std::vector<double>> efficiencies;  // by op type

@@ -28,7 +28,8 @@ struct CalibrateOptions {
 struct MachineRates {
   FlopsPerSecond peak{0};              // fp32 matmul, the best of a few sizes
   BytesPerSecond memory_bandwidth{0};  // element-wise add: bytes read and written per second
-  BytesPerSecond copy_bandwidth{0};    // a copy between two buffers (what a transfer does)
+  BytesPerSecond copy_bandwidth{0};    // a copy between two buffers; fit_transfers refines it
+  Seconds hop_latency{1e-6};           // per hop of a transfer (two); fit_transfers measures it
   Seconds launch{0};                   // an element-wise kernel on one element
   int threads_per_device = 1;
 };
@@ -47,9 +48,17 @@ std::string calibrated_cluster_spec(MachineRates const& rates, int devices);
 struct MeasuredSteps {
   ir::Graph const* graph = nullptr;
   lower::Program const* program = nullptr;
-  std::vector<std::vector<double>> task_seconds;  // [step][task]
-  std::vector<double> step_seconds;               // per step
+  std::vector<std::vector<TaskSpan>> spans;  // [step][task], seconds since the step began
+  std::vector<double> step_seconds;          // per step
 };
+
+// Refines the copy bandwidth and measures the hop latency from the transfers of measured steps,
+// as the runtime does them (the destination's worker copies the region once its source is
+// written): the latency is half of (the median duration of small transfers, under 64 KiB, plus
+// the median hand-off: how long after its source was written a transfer started on a worker
+// that was waiting for it); the bandwidth is the median of bytes / (duration - copy latency)
+// over transfers of 1 MiB or more. What is not measured (no such transfers) keeps its value.
+void fit_transfers(MachineRates& rates, std::vector<MeasuredSteps> const& measured);
 
 // Runs warmup_steps + steps training steps of the executor's program with `kernels` (the first
 // ones warm the kernels up: primitive creation, the conv kernels' timed layout choice; they are

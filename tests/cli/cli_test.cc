@@ -516,5 +516,43 @@ TEST(Cli, RunPlans) {
   }
 }
 
+TEST(Cli, CalibrateWritesAProfileThePlannerUses) {
+  std::string plan = (scratch() / "cal_plan.json").string();
+  std::string profile = (scratch() / "cal_profile.json").string();
+  std::string model = "mlp:layers=2,hidden=16,input=8,classes=4,batch=8";
+  ASSERT_EQ(cleave("plan " + model + " --cluster cpu:devices=2 --algo tofu -o " + plan).code, 0);
+  Outcome cal = cleave("calibrate --cluster cpu:devices=2 --plan " + plan + " --steps 1 --json -o " +
+                       profile);
+  ASSERT_EQ(cal.code, 0) << cal.err;
+  auto j = nlohmann::json::parse(cal.out);
+  EXPECT_EQ(j["format"], "cleave.calibration/1");
+  EXPECT_GT(j["peak_flops_per_s"].get<double>(), 1e8);  // any core does 0.1 GFLOP/s
+  EXPECT_GT(j["copy_bandwidth_bytes_per_s"].get<double>(), 0);
+  EXPECT_GT(j["entries"].get<int>(), 0);
+  EXPECT_TRUE(j["efficiency"].contains("linear"));
+  std::string spec = j["cluster"];
+  EXPECT_EQ(spec.rfind("cpu:devices=2,peak=", 0), 0u) << spec;
+  // The table prices every compute and reduce task of the plan it measured.
+  Outcome sim = cleave("simulate " + plan + " --profile " + profile);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("compute and reduce tasks priced from measurements"), std::string::npos)
+      << sim.out;
+  auto profile_json = nlohmann::json::parse(slurp(profile));
+  EXPECT_EQ(profile_json["format"], "cleave.profile/1");
+  EXPECT_EQ(profile_json["calibrations"][0]["device_kind"], "cpu-core");
+
+  Bad cases[] = {
+      {"calibrate --cluster dgx-a100 -o " + profile, "must be the cpu preset"},
+      {"calibrate --cluster cpu:devices=4 --plan " + plan + " -o " + profile,
+       "is for 2 devices but --cluster cpu:devices=4 has 4"},
+      {"calibrate --plan /no/such/plan.json -o " + profile, "/no/such/plan.json"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace cleave
