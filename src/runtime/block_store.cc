@@ -60,6 +60,24 @@ std::string block_name(ir::Graph const& graph, ir::TensorId tensor, tdl::Box con
   return "tensor " + graph.tensor(tensor).name + tdl::box_to_string(region);
 }
 
+namespace {
+
+// Marks the elements of `part` (inside `region`) in `covered`; counts the newly marked ones
+// unless they were `counted` already.
+void mark(std::vector<char>& covered, std::size_t& count, tdl::Box const& region,
+          tdl::Box const& part, bool counted) {
+  std::vector<float> ones(static_cast<std::size_t>(tdl::box_volume(part)), 1.0f);
+  std::vector<float> mask(covered.size(), 0.0f);
+  copy_box(ones.data(), part, mask.data(), region, part);
+  for (std::size_t k = 0; k < covered.size(); ++k)
+    if (mask[k] != 0 && !covered[k]) {
+      covered[k] = 1;
+      count += counted ? 0 : 1;
+    }
+}
+
+}  // namespace
+
 Bytes block_bytes(ir::Graph const& graph, ir::TensorId tensor, tdl::Box const& region) {
   return Bytes(tdl::box_volume(region) * ir::dtype_bytes(graph.tensor(tensor).type.dtype));
 }
@@ -88,21 +106,30 @@ Expected<std::vector<float>> BlockStore::gather(ir::TensorId tensor, tdl::Box co
         copy_box(b->data.data(), b->region, out.data(), region, region);
         return out;
       }
+    std::vector<tdl::Box> parts;  // copied so far, while none overlap
+    bool overlapping = false;
     for (auto const& b : blocks_) {
       if (b->tensor != tensor || b->partial) continue;
       tdl::Box part = tdl::intersect(region, b->region);
       if (empty_box(part)) continue;
       copy_box(b->data.data(), b->region, out.data(), region, part);
       if (count == volume) continue;
-      // Mark what this block covered (blocks may overlap: halos delivered twice).
-      std::vector<float> ones(static_cast<std::size_t>(tdl::box_volume(part)), 1.0f);
-      std::vector<float> mask(volume, 0.0f);
-      copy_box(ones.data(), part, mask.data(), region, part);
-      for (std::size_t k = 0; k < volume; ++k)
-        if (mask[k] != 0 && !covered[k]) {
-          covered[k] = 1;
-          ++count;
-        }
+      // Count what this block covers: by volume while the parts are disjoint (shards of one
+      // tensor), element by element once two overlap (halos delivered twice).
+      if (!overlapping)
+        for (auto const& earlier : parts)
+          overlapping = overlapping || !empty_box(tdl::intersect(earlier, part));
+      if (!overlapping) {
+        count += static_cast<std::size_t>(tdl::box_volume(part));
+        parts.push_back(part);
+        continue;
+      }
+      if (!parts.empty()) {  // mark what the disjoint parts covered, once
+        for (auto const& earlier : parts)
+          mark(covered, count, region, earlier, /*counted=*/true);
+        parts.clear();
+      }
+      mark(covered, count, region, part, /*counted=*/false);
     }
   }
   if (count != volume)
