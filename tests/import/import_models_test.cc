@@ -124,6 +124,23 @@ INSTANTIATE_TEST_SUITE_P(Models, TofuPlan,
 #endif
                                            "gpt", "transformer"));
 
+// An imported model runs for real: a Tofu plan of the BERT-style encoder on two CPU devices
+// computes what the unpartitioned graph computes (the runtime's --check). Not under the
+// sanitizers: the Debug build's kernels would take minutes.
+#ifndef CLEAVE_SANITIZED
+TEST(ImportedModelRuns, TransformerPassesTheRuntimeCheck) {
+  auto plan = std::filesystem::temp_directory_path() /
+              ("cleave_import_run_" + std::to_string(::getpid()) + ".json");
+  Outcome p = cleave("plan " + model_path("transformer") + " --cluster cpu:devices=2,memory=8GiB " +
+                     "--algo tofu -o " + plan.string());
+  ASSERT_EQ(p.code, 0) << p.err;
+  Outcome r = cleave("run " + plan.string() + " --check");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;
+  std::filesystem::remove(plan);
+}
+#endif
+
 // FLOPs of a training step against the zoo's model of the same configuration (batch 8).
 struct ZooPair {
   char const* onnx;
