@@ -125,9 +125,14 @@ fid=bench/results/fidelity.md
   echo "\`bench/fidelity\`: the machine calibrated (\`runtime::measure_machine\`), every plan run by the"
   echo "runtime on cpu:devices=2 (one core per device): a calibration run (2 steps after 2 warm-up"
   echo "steps) whose pieces become the profile, copy bandwidth and latency (\`cleave calibrate --plan\`),"
-  echo "then a separate measurement run (median of 5 steps). docs/runtime.md discusses the figures."
-  echo
-  build-release/bench/fidelity --steps 5 --markdown
+  echo "then a separate measurement run (median of 5 steps). Two runs back to back show the machine's"
+  echo "run-to-run variation. docs/runtime.md discusses the figures."
+  for run in 1 2; do
+    echo
+    echo "## Run $run"
+    echo
+    build-release/bench/fidelity --steps 5 --markdown
+  done
 } > "$fid.tmp"
 mv "$fid.tmp" "$fid"
 cat "$fid"
