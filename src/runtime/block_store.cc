@@ -18,14 +18,6 @@ bool empty_box(tdl::Box const& b) {
   return std::any_of(b.begin(), b.end(), [](tdl::Interval i) { return i.empty(); });
 }
 
-// Row-major offset of coords in region.
-std::int64_t offset_in(tdl::Box const& region, std::vector<std::int64_t> const& coords) {
-  std::int64_t off = 0;
-  for (std::size_t d = 0; d < region.size(); ++d)
-    off = off * region[d].size() + (coords[d] - region[d].lo);
-  return off;
-}
-
 }  // namespace
 
 void copy_box(float const* src, tdl::Box const& src_region, float* dst, tdl::Box const& dst_region,
@@ -36,23 +28,42 @@ void copy_box(float const* src, tdl::Box const& src_region, float* dst, tdl::Box
     dst[0] = src[0];
     return;
   }
-  std::vector<std::int64_t> coords(rank);
-  for (std::size_t d = 0; d < rank; ++d)
-    coords[d] = part[d].lo;
-  auto row = static_cast<std::size_t>(part[rank - 1].size());
+  // A run of trailing dimensions that `part` covers whole in both regions is contiguous in both:
+  // it is copied as one row. The outer dimensions are walked by an odometer; row by row, a
+  // conv's activations (short rows of W elements) would be mostly loop overhead.
+  std::size_t inner = rank - 1;
+  std::int64_t row = part[inner].size();
+  while (inner > 0 && part[inner] == src_region[inner] && part[inner] == dst_region[inner]) {
+    --inner;
+    row *= part[inner].size();
+  }
+  // Strides (in elements) of every dimension in both regions, and the offsets of part's first
+  // element.
+  std::vector<std::int64_t> src_stride(rank, 1), dst_stride(rank, 1);
+  for (std::size_t d = rank - 1; d-- > 0;) {
+    src_stride[d] = src_stride[d + 1] * src_region[d + 1].size();
+    dst_stride[d] = dst_stride[d + 1] * dst_region[d + 1].size();
+  }
+  std::int64_t src_at = 0, dst_at = 0;
+  for (std::size_t d = 0; d < rank; ++d) {
+    src_at += (part[d].lo - src_region[d].lo) * src_stride[d];
+    dst_at += (part[d].lo - dst_region[d].lo) * dst_stride[d];
+  }
+  auto bytes = static_cast<std::size_t>(row) * sizeof(float);
+  std::vector<std::int64_t> count(inner, 0);
   while (true) {
-    std::memcpy(dst + offset_in(dst_region, coords), src + offset_in(src_region, coords),
-                row * sizeof(float));
-    // Next row: an odometer over every dimension but the last.
-    bool done = true;
-    for (std::size_t d = rank - 1; d-- > 0;) {
-      if (++coords[d] < part[d].hi) {
-        done = false;
-        break;
-      }
-      coords[d] = part[d].lo;
+    std::memcpy(dst + dst_at, src + src_at, bytes);
+    // Next row: an odometer over the dimensions before `inner`.
+    std::size_t d = inner;
+    while (d-- > 0) {
+      src_at += src_stride[d];
+      dst_at += dst_stride[d];
+      if (++count[d] < part[d].size()) break;
+      src_at -= src_stride[d] * part[d].size();
+      dst_at -= dst_stride[d] * part[d].size();
+      count[d] = 0;
     }
-    if (done) return;
+    if (d == static_cast<std::size_t>(-1)) return;
   }
 }
 
@@ -90,47 +101,50 @@ Status BlockStore::add(ir::TensorId tensor, tdl::Box region, std::vector<float> 
   block.charged = block_bytes(graph_, block.tensor, block.region);
   CLEAVE_CHECK_OK(arena_.allocate(block.charged, block_name(graph_, block.tensor, block.region)));
   std::lock_guard lock(mutex_);
-  blocks_.push_back(std::make_unique<Block>(std::move(block)));
+  blocks_.push_back(std::make_shared<Block>(std::move(block)));
   return Status::ok();
 }
 
 Expected<std::vector<float>> BlockStore::gather(ir::TensorId tensor, tdl::Box const& region) const {
-  auto volume = static_cast<std::size_t>(tdl::box_volume(region));
-  std::vector<float> out(volume, 0.0f);
-  std::vector<char> covered(volume, 0);
-  std::size_t count = 0;
+  std::vector<std::shared_ptr<Block const>> held;
   {
     std::lock_guard lock(mutex_);
-    for (auto const& b : blocks_)  // the common case: one block holds all of it
-      if (b->tensor == tensor && !b->partial && inside(b->region, region)) {
-        copy_box(b->data.data(), b->region, out.data(), region, region);
-        return out;
-      }
-    std::vector<tdl::Box> parts;  // copied so far, while none overlap
-    bool overlapping = false;
-    for (auto const& b : blocks_) {
-      if (b->tensor != tensor || b->partial) continue;
-      tdl::Box part = tdl::intersect(region, b->region);
-      if (empty_box(part)) continue;
-      copy_box(b->data.data(), b->region, out.data(), region, part);
-      if (count == volume) continue;
-      // Count what this block covers: by volume while the parts are disjoint (shards of one
-      // tensor), element by element once two overlap (halos delivered twice).
-      if (!overlapping)
-        for (auto const& earlier : parts)
-          overlapping = overlapping || !empty_box(tdl::intersect(earlier, part));
-      if (!overlapping) {
-        count += static_cast<std::size_t>(tdl::box_volume(part));
-        parts.push_back(part);
-        continue;
-      }
-      if (!parts.empty()) {  // mark what the disjoint parts covered, once
-        for (auto const& earlier : parts)
-          mark(covered, count, region, earlier, /*counted=*/true);
-        parts.clear();
-      }
-      mark(covered, count, region, part, /*counted=*/false);
+    for (auto const& b : blocks_)
+      if (b->tensor == tensor && !b->partial) held.push_back(b);
+  }
+  auto volume = static_cast<std::size_t>(tdl::box_volume(region));
+  std::vector<float> out(volume);
+  for (auto const& b : held)  // the common case: one block holds all of it
+    if (inside(b->region, region)) {
+      copy_box(b->data.data(), b->region, out.data(), region, region);
+      return out;
     }
+  std::vector<char> covered;  // marked element by element once two parts overlap
+  std::size_t count = 0;
+  std::vector<tdl::Box> parts;  // copied so far, while none overlap
+  bool overlapping = false;
+  for (auto const& b : held) {
+    tdl::Box part = tdl::intersect(region, b->region);
+    if (empty_box(part)) continue;
+    copy_box(b->data.data(), b->region, out.data(), region, part);
+    if (count == volume) continue;
+    // Count what this block covers: by volume while the parts are disjoint (shards of one
+    // tensor), element by element once two overlap (halos delivered twice).
+    if (!overlapping)
+      for (auto const& earlier : parts)
+        overlapping = overlapping || !empty_box(tdl::intersect(earlier, part));
+    if (!overlapping) {
+      count += static_cast<std::size_t>(tdl::box_volume(part));
+      parts.push_back(part);
+      continue;
+    }
+    if (!parts.empty()) {  // mark what the disjoint parts covered, once
+      covered.assign(volume, 0);
+      for (auto const& earlier : parts)
+        mark(covered, count, region, earlier, /*counted=*/true);
+      parts.clear();
+    }
+    mark(covered, count, region, part, /*counted=*/false);
   }
   if (count != volume)
     return Error(ErrorCode::execution_failed, "the device lacks part of " +
@@ -139,23 +153,47 @@ Expected<std::vector<float>> BlockStore::gather(ir::TensorId tensor, tdl::Box co
   return out;
 }
 
-Expected<std::vector<float>> BlockStore::read_written(lower::TaskId task,
-                                                      tdl::Box const& region) const {
+std::optional<BlockStore::View> BlockStore::view(ir::TensorId tensor,
+                                                 tdl::Box const& region) const {
   std::lock_guard lock(mutex_);
   for (auto const& b : blocks_) {
-    if (b->task != task) continue;
-    if (!inside(b->region, region))
-      return Error(ErrorCode::execution_failed, "a task reads outside the block it waits for");
-    std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(region)));
-    copy_box(b->data.data(), b->region, out.data(), region, region);
-    return out;
+    if (b->tensor != tensor || b->partial || !inside(b->region, region)) continue;
+    // Contiguous in row-major order: the dimensions after the last narrower one are whole, and
+    // those before it hold one index each.
+    std::size_t last = 0;
+    for (std::size_t d = 0; d < region.size(); ++d)
+      if (region[d] != b->region[d]) last = d;
+    std::int64_t offset = 0;
+    bool contiguous = true;
+    for (std::size_t d = 0; d < region.size(); ++d) {
+      contiguous = contiguous && (d >= last || region[d].size() == 1);
+      offset = offset * b->region[d].size() + (region[d].lo - b->region[d].lo);
+    }
+    if (contiguous) return View{b, b->data.data() + offset};
   }
-  return Error(ErrorCode::execution_failed,
-               "the block of task " + std::to_string(task) + " is not on its device");
+  return std::nullopt;
+}
+
+Expected<std::vector<float>> BlockStore::read_written(lower::TaskId task,
+                                                      tdl::Box const& region) const {
+  std::shared_ptr<Block const> held;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto const& b : blocks_)
+      if (b->task == task) held = b;
+  }
+  if (!held)
+    return Error(ErrorCode::execution_failed,
+                 "the block of task " + std::to_string(task) + " is not on its device");
+  if (!inside(held->region, region))
+    return Error(ErrorCode::execution_failed, "a task reads outside the block it waits for");
+  std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(region)));
+  copy_box(held->data.data(), held->region, out.data(), region, region);
+  return out;
 }
 
 void BlockStore::free_written(lower::TaskId task) {
-  std::unique_ptr<Block> dropped;
+  std::shared_ptr<Block> dropped;
   {
     std::lock_guard lock(mutex_);
     auto it = std::find_if(blocks_.begin(), blocks_.end(),
@@ -171,7 +209,7 @@ void BlockStore::free_inside(ir::TensorId tensor, tdl::Box const& region) {
   Bytes released;
   {
     std::lock_guard lock(mutex_);
-    std::erase_if(blocks_, [&](std::unique_ptr<Block> const& b) {
+    std::erase_if(blocks_, [&](std::shared_ptr<Block> const& b) {
       bool drop = b->tensor == tensor && !b->partial && inside(region, b->region);
       if (drop) released += b->charged;
       return drop;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -45,8 +46,18 @@ class BlockStore {
   Status add(ir::TensorId tensor, tdl::Box region, std::vector<float> data, bool partial,
              lower::TaskId task);
   // The region of a tensor assembled from the whole-valued blocks held; an error naming what is
-  // missing when they do not cover it.
+  // missing when they do not cover it. The copying happens outside the store's lock, so a
+  // large copy does not hold up the device's own worker (blocks are never changed once added,
+  // and a block a copy reads stays alive until the copy ends).
   Expected<std::vector<float>> gather(ir::TensorId tensor, tdl::Box const& region) const;
+  // The region read in place where one whole-valued block holds it contiguously (row-major: the
+  // block's region, or a run of its first dimensions with the others whole); none otherwise.
+  // The view keeps the block alive.
+  struct View {
+    std::shared_ptr<Block const> block;
+    float const* data = nullptr;
+  };
+  std::optional<View> view(ir::TensorId tensor, tdl::Box const& region) const;
   // The part `region` of the block `task` wrote (partial or not).
   Expected<std::vector<float>> read_written(lower::TaskId task, tdl::Box const& region) const;
   // Drops the block `task` wrote, if still held.
@@ -63,7 +74,7 @@ class BlockStore {
   ir::Graph const& graph_;
   Arena& arena_;
   mutable std::mutex mutex_;
-  std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<std::shared_ptr<Block>> blocks_;
 };
 
 }  // namespace cleave::runtime

@@ -12,8 +12,6 @@
 #include <malloc.h>
 #include <omp.h>
 
-#include <limits>
-
 #include "lower/lifetime.h"
 #include "runtime/comm_backend.h"
 #include "support/assert.h"
@@ -55,9 +53,6 @@ using lower::Task;
 using lower::TaskId;
 using lower::TaskKind;
 
-std::vector<double> to_double(std::vector<float> const& v) {
-  return {v.begin(), v.end()};
-}
 std::vector<float> to_float(std::vector<double> const& v) {
   return {v.begin(), v.end()};
 }
@@ -306,15 +301,24 @@ class StepRun {
       return Error(ErrorCode::execution_failed, "injected kernel failure in op '" + op.name + "'");
     tdl::BoundOp const& bound = *s_.bound[task.op.value()];
     tdl::PieceInfo const& info = *s_.pieces[id];
-    std::vector<std::vector<float>> inputs(op.inputs.size());
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      if (info.inputs[i].empty()) continue;
-      CLEAVE_TRY(inputs[i], store(task.device).gather(op.inputs[i], info.inputs[i].box));
-    }
+    // Inputs are read in place where a block holds them contiguously, else gathered.
+    std::vector<BlockStore::View> views(op.inputs.size());
+    std::vector<std::vector<float>> gathered(op.inputs.size());
     std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(info.output)));
     KernelCall call{&s_.graph, &op, &bound, &info, {}, {out.data(), info.output}};
-    for (std::size_t i = 0; i < op.inputs.size(); ++i)
-      call.inputs.push_back({inputs[i].empty() ? nullptr : inputs[i].data(), info.inputs[i].box});
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      float const* data = nullptr;
+      if (!info.inputs[i].empty()) {
+        if (auto v = store(task.device).view(op.inputs[i], info.inputs[i].box)) {
+          views[i] = std::move(*v);
+          data = views[i].data;
+        } else {
+          CLEAVE_TRY(gathered[i], store(task.device).gather(op.inputs[i], info.inputs[i].box));
+          data = gathered[i].data();
+        }
+      }
+      call.inputs.push_back({data, info.inputs[i].box});
+    }
     auto& stats = stats_[static_cast<std::size_t>(task.device)];
     Kernel const* kernel = options_.kernels ? options_.kernels->find(call) : nullptr;
     if (kernel) {
@@ -323,7 +327,7 @@ class StepRun {
         return std::move(st).error().with_context("in kernel " + std::string(kernel->name()));
       ++stats.kernel_tasks;
     } else {
-      CLEAVE_TRY(out, interpret(op, bound, info, task, inputs));
+      CLEAVE_TRY(out, interpret(op, bound, info, task, call.inputs));
       ++stats.interpreted_tasks;
     }
     return store(task.device).add(task.tensor, info.output, std::move(out), task.partial, id);
@@ -332,14 +336,15 @@ class StepRun {
   // The TDL reference interpreter on the piece (the fallback where no kernel handles it).
   Expected<std::vector<float>> interpret(ir::Op const& op, tdl::BoundOp const& bound,
                                          tdl::PieceInfo const& info, Task const& task,
-                                         std::vector<std::vector<float>> const& inputs) {
+                                         std::vector<ConstBlock> const& inputs) {
     std::vector<tdl::TensorData> data;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       auto const& shape = s_.graph.tensor(op.inputs[i]).type.shape;
       if (info.inputs[i].empty())
         data.push_back(tdl::TensorData::zeros(shape, tdl::Box(info.inputs[i].box.size())));
       else
-        data.push_back({shape, info.inputs[i].box, to_double(inputs[i])});
+        data.push_back({shape, info.inputs[i].box,
+                        {inputs[i].data, inputs[i].data + tdl::box_volume(inputs[i].region)}});
     }
     CLEAVE_TRY(tdl::TensorData out, tdl::evaluate(bound, task.iteration, data));
     CLEAVE_ASSERT(out.region == info.output, "the interpreter wrote another region");
