@@ -37,9 +37,10 @@ struct Workload {
   plan::Plan plan;
 };
 
-Expected<std::vector<Workload>> workload(ops::OpRegistry const& registry,
-                                         CalibrateCommand const& cmd, std::string const& spec,
-                                         cluster::Cluster const& cluster) {
+// The plans given, checked against the cluster before anything is measured.
+Expected<std::vector<Workload>> given_plans(ops::OpRegistry const& registry,
+                                            CalibrateCommand const& cmd,
+                                            cluster::Cluster const& cluster) {
   std::vector<Workload> out;
   for (auto const& path : cmd.plans) {
     CLEAVE_TRY(PlanInput in, load_plan_input(path, registry, cmd.training));
@@ -50,7 +51,14 @@ Expected<std::vector<Workload>> workload(ops::OpRegistry const& registry,
                                path, in.plan.num_devices, cmd.cluster, cluster.num_devices()));
     out.push_back({path, std::move(in.model.training), std::move(in.plan)});
   }
-  if (!cmd.plans.empty()) return out;
+  return out;
+}
+
+// Without --plan: data-parallel plans of the default workload on the calibrated cluster.
+Expected<std::vector<Workload>> default_plans(ops::OpRegistry const& registry,
+                                              CalibrateCommand const& cmd, std::string const& spec,
+                                              cluster::Cluster const& cluster) {
+  std::vector<Workload> out;
   for (auto const& model : default_workload()) {
     CLEAVE_TRY(ModelInput in, load_model(model, registry, cmd.training));
     search::SearchContext ctx{in.training, registry, cluster, spec, model, in.batch, 0};
@@ -70,6 +78,8 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
       return report(Error(ErrorCode::invalid_argument,
                           "calibrate measures this machine's CPU cores: --cluster must be the "
                           "cpu preset (cpu:devices=N), not '" + cmd.cluster + "'"));
+  auto work = given_plans(registry, cmd, *cluster);
+  if (!work) return report(work.error());
   runtime::CalibrateOptions options;
   options.devices = static_cast<int>(cluster->num_devices());
   auto kernels = runtime::KernelRegistry::with_builtins();
@@ -79,8 +89,10 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
   auto calibrated = cluster::load_cluster(spec);
   if (!calibrated) return report(calibrated.error());
 
-  auto work = workload(registry, cmd, spec, *calibrated);
-  if (!work) return report(work.error());
+  if (cmd.plans.empty()) {
+    work = default_plans(registry, cmd, spec, *calibrated);
+    if (!work) return report(work.error());
+  }
   std::vector<runtime::DeviceInfo> devices;
   for (auto const& d : calibrated->devices())
     devices.push_back({d.name, d.memory});
