@@ -27,6 +27,44 @@ TEST(Executor, DataParallelMlpMatchesTheReference) {
   EXPECT_GT(report->tensors.size(), 3u);
 }
 
+// Several steps: the reference runs the last one from the state the partitioned run started it
+// from, and a wrong value in the last step's results, or a different starting state, fails.
+TEST(Executor, TheCheckComparesTheLastStepFromTheSameState) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = training_graph(mlp, *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=2");
+  auto p = make_plan(g, *registry, cluster, "cpu:devices=2", "tofu", 4);
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  auto exec = executor_for(g, *p, *registry, cluster);
+  ASSERT_TRUE(exec.has_value()) << exec.error().to_string();
+  TrainingConfig config;
+  config.steps = 3;
+  config.exec.capture = checked_tensors(g, "loss");
+  auto run = run_training(*exec, config);
+  ASSERT_TRUE(run.has_value()) << run.error().to_string();
+  auto check = [&](TrainingRun const& r) {
+    auto report = check_against_reference(g, *registry, r, config, "loss", default_tolerance);
+    EXPECT_TRUE(report.has_value()) << report.error().to_string();
+    return *report;
+  };
+  EXPECT_TRUE(check(*run).passed);
+  std::string gradient;
+  for (auto const& t : g.tensors())
+    if (t.role == ir::TensorRole::gradient && run->last.count(t.name)) gradient = t.name;
+  ASSERT_FALSE(gradient.empty());
+  TrainingRun wrong = *run;
+  wrong.last[gradient][0] += 0.01f * (1.0f + std::abs(wrong.last[gradient][0]));
+  auto report = check(wrong);
+  EXPECT_FALSE(report.passed);
+  EXPECT_EQ(report.worst, gradient);
+  TrainingRun elsewhere = *run;
+  for (auto& [name, values] : elsewhere.last_sources)
+    if (g.tensor(*g.find_tensor(name)).role == ir::TensorRole::weight)
+      for (auto& v : values)
+        v *= 1.5f;
+  EXPECT_FALSE(check(elsewhere).passed);
+}
+
 TEST(Executor, StepFiguresAddUp) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = training_graph(mlp, *registry);
