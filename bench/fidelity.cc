@@ -4,10 +4,13 @@
 //
 // 1. The machine is calibrated (runtime::measure_machine): the cluster is the cpu preset with the
 //    measured peak, memory and copy bandwidth.
-// 2. Every (model, algorithm) plan is run twice: a calibration run whose per-piece durations
-//    become the profile's exact entries and per-op-type efficiencies (what `cleave calibrate
-//    --plan` does), and a separate measurement run, whose median step time is compared with
-//    the simulator's prediction from that profile. A second prediction uses the profile's
+// 2. Every (model, algorithm) plan runs 2 x steps training steps (after warm-up). The odd steps
+//    are the calibration: their per-piece durations become the profile's exact entries and
+//    per-op-type efficiencies (what `cleave calibrate --plan` does). The even steps are the
+//    measurement: their median step time is compared with the simulator's prediction from that
+//    profile. Interleaving them keeps the machine's drift in load (it is shared) out of the
+//    error: a calibration run before all the measurement runs made the same plan's error swing
+//    by 25 points between two runs of the benchmark. A second prediction uses the profile's
 //    per-op-type calibration only (no exact entries): the roofline calibrated, for pieces never
 //    measured.
 // 3. Ranking: per model, whether the plans' order by predicted time is their order by measured
@@ -102,14 +105,15 @@ int main(int argc, char** argv) {
       auto program = must(lower::lower(p.graph, plan, *registry));
       p.executor = std::make_unique<runtime::Executor>(
           must(runtime::Executor::create(p.graph, std::move(program), *registry, devices)));
-      p.calibration = must(runtime::measure_steps(*p.executor, *kernels, 2));
+      auto run = must(runtime::measure_steps(*p.executor, *kernels, 2 * steps));
+      p.calibration = p.measurement = {run.graph, run.program, {}, {}};
+      for (std::size_t s = 0; s < run.step_seconds.size(); ++s) {
+        auto& half = s % 2 ? p.calibration : p.measurement;
+        half.spans.push_back(std::move(run.spans[s]));
+        half.step_seconds.push_back(run.step_seconds[s]);
+      }
+      p.measured = median(p.measurement.step_seconds);
     }
-  }
-  // The measurement runs come after every calibration run, in turns, so that drift in the
-  // machine's load spreads over all pairs alike.
-  for (auto& p : pairs) {
-    p.measurement = must(runtime::measure_steps(*p.executor, *kernels, steps));
-    p.measured = median(p.measurement.step_seconds);
   }
   cost::ProfileTable profile;
   std::vector<runtime::MeasuredSteps> all;
