@@ -15,8 +15,7 @@
 #include <unordered_map>
 
 #include "bench_util.h"
-#include "ops/op_builder.h"
-#include "runtime/kernels/kernel.h"
+#include "runtime/whole_op.h"
 
 namespace cleave::bench {
 namespace {
@@ -56,45 +55,8 @@ std::vector<float> random_floats(std::size_t n, std::mt19937& rng) {
   return v;
 }
 
-// One whole op through cleave's kernels.
-struct CleaveOp {
-  explicit CleaveOp(ir::Graph g) : graph(std::move(g)) {}
-  ir::Graph graph;
-  std::shared_ptr<tdl::BoundOp const> bound;
-  tdl::PieceInfo piece;
-  std::vector<std::vector<float>> inputs;
-  std::vector<float> output;
-  runtime::KernelCall call;
-  std::string kernel;
-};
-
-std::unique_ptr<CleaveOp> make_op(ops::OpRegistry const& registry, std::string const& type,
-                                  std::vector<ir::Shape> const& shapes, ir::Attrs attrs,
-                                  runtime::KernelRegistry const& kernels) {
-  ops::OpBuilder b(registry);
-  std::vector<ir::TensorId> ids;
-  for (std::size_t i = 0; i < shapes.size(); ++i)
-    ids.push_back(b.input("in" + std::to_string(i), shapes[i]));
-  b.op(type, ids, std::move(attrs), "op");
-  auto op = std::make_unique<CleaveOp>(must(b.finish()));
-  auto const& o = op->graph.ops()[0];
-  op->bound = must(registry.bind(op->graph, o.id));
-  op->piece = must(tdl::analyze_piece(*op->bound, tdl::full_box(*op->bound)));
-  std::mt19937 rng(1);
-  op->call = {&op->graph, &o, op->bound.get(), &op->piece, {}, {}};
-  for (auto const& region : op->piece.inputs) {
-    op->inputs.push_back(random_floats(static_cast<std::size_t>(tdl::box_volume(region.box)), rng));
-    op->call.inputs.push_back({op->inputs.back().data(), region.box});
-  }
-  op->output.assign(static_cast<std::size_t>(tdl::box_volume(op->piece.output)), 0.f);
-  op->call.output = {op->output.data(), op->piece.output};
-  auto const* k = kernels.find(op->call);
-  if (k == nullptr) die(Error(ErrorCode::unsupported, type + ": no kernel handles the whole op"));
-  op->kernel = std::string(k->name());
-  return op;
-}
-
-Run cleave_run(runtime::KernelRegistry const& kernels, CleaveOp& op) {
+// One whole op through cleave's kernels, the registry's lookup included.
+Run cleave_run(runtime::KernelRegistry const& kernels, runtime::WholeOp& op) {
   return [&kernels, &op] {
     auto const* k = kernels.find(op.call);
     Status s = k->run(op.call);
@@ -201,15 +163,15 @@ int main(int argc, char** argv) {
        {Mm{1024, 1024, 1024, false}, Mm{512, 1024, 4096, false}, Mm{1024, 4096, 1024, true}}) {
     ir::Attrs a;
     a.set("transpose_a", std::int64_t{c.transpose_a});
-    auto op = make_op(*registry, "matmul",
-                      {c.transpose_a ? ir::Shape{c.k, c.m} : ir::Shape{c.m, c.k}, {c.k, c.n}}, a,
-                      *kernels);
+    auto op = must(runtime::whole_op(
+        *registry, *kernels, "matmul",
+        {c.transpose_a ? ir::Shape{c.k, c.m} : ir::Shape{c.m, c.k}, {c.k, c.n}}, a));
     double gflop = 2.0 * static_cast<double>(c.m * c.k * c.n) / 1e9;
     std::string shape = std::to_string(c.m) + "x" + std::to_string(c.k) + " @ " +
                         std::to_string(c.k) + "x" + std::to_string(c.n) +
                         (c.transpose_a ? " (A^T)" : "");
     auto t = median_ms({cleave_run(*kernels, *op), bare.matmul(c.m, c.k, c.n, c.transpose_a)});
-    row("matmul", shape, gflop, op->kernel, t[0], t[1], -1);
+    row("matmul", shape, gflop, std::string(op->kernel->name()), t[0], t[1], -1);
   }
   struct Conv {
     std::int64_t n, c, hw;
@@ -232,10 +194,10 @@ int main(int argc, char** argv) {
         a.set("kernel", std::vector<std::int64_t>{3, 3});
         shapes = {{c.n, c.c, c.hw, c.hw}, {c.n, c.c, c.hw, c.hw}};
       }
-      auto op = make_op(*registry, names[kind], shapes, a, *kernels);
+      auto op = must(runtime::whole_op(*registry, *kernels, names[kind], shapes, a));
       auto t = median_ms({cleave_run(*kernels, *op), bare.conv(kind, c.n, c.c, c.hw, c.c, false),
                           bare.conv(kind, c.n, c.c, c.hw, c.c, true)});
-      row(names[kind], shape, gflop, op->kernel, t[0], t[1], t[2]);
+      row(names[kind], shape, gflop, std::string(op->kernel->name()), t[0], t[1], t[2]);
     }
   }
   return 0;

@@ -11,8 +11,8 @@
 #include <thread>
 #include <tuple>
 
-#include "ops/op_builder.h"
 #include "runtime/check.h"
+#include "runtime/whole_op.h"
 #include "tdl/piece.h"
 
 namespace cleave::runtime {
@@ -37,54 +37,10 @@ template <typename Work> double timed_median(int repeats, Work const& work) {
 }
 
 // One op of a one-op graph run whole through the kernel registry: what it takes per call.
-struct OneOp {
-  explicit OneOp(ir::Graph g) : graph(std::move(g)) {}
-  ir::Graph graph;
-  std::shared_ptr<tdl::BoundOp const> bound;
-  tdl::PieceInfo piece;
-  std::vector<std::vector<float>> inputs;
-  std::vector<float> output;
-  KernelCall call;
-  Kernel const* kernel = nullptr;
-};
-
-Expected<std::unique_ptr<OneOp>> one_op(ops::OpRegistry const& registry,
-                                        KernelRegistry const& kernels, std::string const& type,
-                                        std::vector<ir::Shape> const& shapes) {
-  ops::OpBuilder b(registry);
-  std::vector<ir::TensorId> in;
-  for (std::size_t i = 0; i < shapes.size(); ++i)
-    in.push_back(b.input("x" + std::to_string(i), shapes[i]));
-  b.op(type, in);
-  CLEAVE_TRY(ir::Graph graph, b.finish());
-  auto o = std::make_unique<OneOp>(std::move(graph));
-  ir::OpId id(0);
-  CLEAVE_TRY(auto bound, registry.bind(o->graph, id));
-  o->bound = std::move(bound);
-  CLEAVE_TRY(o->piece, tdl::analyze_piece(*o->bound, tdl::full_box(*o->bound)));
-  o->call.graph = &o->graph;
-  o->call.op = &o->graph.op(id);
-  o->call.bound = o->bound.get();
-  o->call.piece = &o->piece;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    auto const& box = o->piece.inputs[i].box;
-    o->inputs.emplace_back(static_cast<std::size_t>(tdl::box_volume(box)), 0.5f);
-    o->call.inputs.push_back({o->inputs.back().data(), box});
-  }
-  o->output.assign(static_cast<std::size_t>(tdl::box_volume(o->piece.output)), 0.0f);
-  o->call.output = {o->output.data(), o->piece.output};
-  o->kernel = kernels.find(o->call);
-  if (!o->kernel)
-    return Error(ErrorCode::unsupported, "no runtime kernel runs '" + type +
-                                             "', which calibration measures; the kernel registry "
-                                             "lacks its built-in kernels");
-  return o;
-}
-
-Expected<double> seconds_per_call(OneOp const& o, int repeats) {
+Expected<double> seconds_per_call(WholeOp const& o, int repeats) {
   Status failed = Status::ok();
   double s = timed_median(repeats, [&] {
-    if (failed) failed = o.kernel->run(o.call);
+    if (failed) failed = o.run();
   });
   if (!failed) return std::move(failed).error();
   return s;
@@ -116,7 +72,7 @@ Expected<MachineRates> measure_machine(KernelRegistry const& kernels,
     omp_set_num_threads(rates.threads_per_device);
     double best = 0;
     for (std::int64_t n : {256, 512, 1024}) {
-      auto mm = one_op(registry, kernels, "matmul", {{n, n}, {n, n}});
+      auto mm = whole_op(registry, kernels, "matmul", {{n, n}, {n, n}});
       if (!mm) {
         out = std::move(mm).error();
         return;
@@ -130,8 +86,8 @@ Expected<MachineRates> measure_machine(KernelRegistry const& kernels,
     }
     rates.peak = FlopsPerSecond(best);
     std::int64_t elements = std::int64_t{1} << 23;  // 32 MiB per fp32 operand: past the caches
-    auto add = one_op(registry, kernels, "add", {{elements}, {elements}});
-    auto tiny = one_op(registry, kernels, "relu", {{1}});
+    auto add = whole_op(registry, kernels, "add", {{elements}, {elements}});
+    auto tiny = whole_op(registry, kernels, "relu", {{1}});
     if (!add || !tiny) {
       out = !add ? std::move(add).error() : std::move(tiny).error();
       return;
