@@ -311,7 +311,8 @@ OpSchema pointwise_schema(std::string name, std::string summary, std::string fir
 void add_pointwise_gradient_ops(OpRegistry& r) {
   OpRegistry const* reg = &r;  // gradient ops check their shapes against their forward ops
   must_add(
-      r, pointwise_schema("relu_grad", "dX = dY where X > 0, else 0", "X", "select(@ > 0, $, 0)"));
+      r, pointwise_schema("relu_grad", "dX = dY where Y > 0, else 0, Y = relu(X)", "Y",
+                          "select(@ > 0, $, 0)"));
   must_add(r, fixed_schema("gelu_grad", "dX = dY * gelu'(X)", forward_attrs(r, "gelu"),
                            {f32({8, 64}), f32({8, 64})}, {}, gelu_grad));
   must_add(
