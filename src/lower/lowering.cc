@@ -282,6 +282,10 @@ struct Lowering::State {
       for (auto const& b : blocks)
         part.initial.push_back({t, b.region, b.device});
     Moves delivered;  // inputs: (device, device, region) of the blocks delivered
+    // Shared by every reader, forward and backward alike, so a copy fetched for a forward op stays
+    // until its backward readers end. Fetching again per pass alone lowers no peak (a transfer
+    // runs as soon as its source is written, so the backward copy would be fetched as early);
+    // docs/search_tofu.md, disagreement 1, measures both.
     Moves transfers;
     std::vector<ir::OpId> seen;
     for (ir::OpId c : graph.consumers(t)) {
