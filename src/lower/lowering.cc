@@ -1,6 +1,7 @@
 #include "lower/lowering.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -28,7 +29,8 @@ struct MoveKeyLess {
 };
 using Moves = std::map<MoveKey, std::uint32_t, MoveKeyLess>;
 
-// A task of a part: parts are numbered ops first (part = op id), then tensors (num_ops + id).
+// A task of a part: parts are numbered ops first (part = op id), then tensors' early parts
+// (num_ops + id), then their late parts (num_ops + num_tensors + id; see Pass).
 struct Ref {
   std::uint32_t part = 0;
   std::uint32_t index = 0;
@@ -62,11 +64,23 @@ struct Read {
   std::vector<std::vector<Ref>> pieces;
 };
 
+// A tensor has two parts, one per pass of its readers. Its late part holds what backward and
+// optimizer ops (op.forward valid) read of a tensor that the forward pass made or that was held
+// before the step (a forward activation, a weight); its early part everything else. Fetches are
+// shared among the readers of one part only: the backward pass fetches again what the forward
+// pass fetched, as each op's input conversion is its own communication in Tofu and ZeRO-3
+// re-gathers weights for the backward pass, instead of keeping the forward copy alive for the
+// whole step (a block lives until its last reader ends, lifetime.h; issue 5). The late part's
+// transfers also wait for the gate: the tasks that wrote the output of the op that produces its
+// first reader's gradient input, so that they run in the backward pass, just before that reader,
+// and not as soon as their source exists.
+enum Pass : std::uint32_t { early_pass, late_pass };
+
 struct TensorPart : Part {
   std::vector<Read> reads;
   std::vector<InitialBlock> initial;
   // Set when this part's all-gather (collectives[0]) completes reduce-scatter `completes` of the
-  // producer's part: the assembly merges the two into one all-reduce.
+  // producer's part: the assembly merges the two into one all-reduce (early parts only).
   std::optional<std::uint32_t> completes;
 };
 
@@ -82,18 +96,41 @@ struct Lowering::State {
   std::vector<bool> from_readers;  // sources delivered where they are read (inputs)
   std::vector<std::optional<ir::TensorId>> places;  // per op: the source its update places
   std::vector<Part> op_parts;
-  std::vector<TensorPart> tensor_parts;
-  std::vector<std::uint32_t> order;            // parts in assembly order
-  std::vector<TaskId> offset;                  // per part, in `program`
-  std::vector<CollectiveId> first_collective;  // per part, in `program`
-  std::vector<std::size_t> first_initial;      // per part, in `program`
+  std::vector<TensorPart> tensor_parts;  // early parts by tensor id, then late parts
+  std::uint32_t num_tensors = 0;
+  std::vector<std::optional<ir::OpId>> gate;     // per tensor: whose output its late part waits for
+  std::vector<std::vector<ir::TensorId>> gates;  // per op: the tensors whose late part it gates
+  std::vector<std::uint32_t> order;              // parts in assembly order
+  std::vector<TaskId> offset;                    // per part, in `program`
+  std::vector<CollectiveId> first_collective;    // per part, in `program`
+  std::vector<std::size_t> first_initial;        // per part, in `program`
   Program program;
   std::vector<std::optional<TaskId>> previous;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
         pieces(g.num_ops()), layout(g.num_tensors()), from_readers(g.num_tensors(), false),
-        places(g.num_ops()), op_parts(g.num_ops()), tensor_parts(g.num_tensors()) {}
+        places(g.num_ops()), op_parts(g.num_ops()), tensor_parts(2 * g.num_tensors()),
+        num_tensors(static_cast<std::uint32_t>(g.num_tensors())), gate(g.num_tensors()),
+        gates(g.num_ops()) {}
+
+  std::uint32_t part_id(ir::TensorId t, Pass pass) const {
+    return num_ops + (pass == late_pass ? num_tensors : 0) + t.value();
+  }
+  ir::TensorId tensor_of(std::uint32_t part) const {
+    return ir::TensorId((part - num_ops) % num_tensors);
+  }
+  TensorPart& tensor_part(ir::TensorId t, Pass pass) {
+    return tensor_parts[part_id(t, pass) - num_ops];
+  }
+
+  // Which part of t op c's read belongs to (see Pass). Inputs are delivered where they are read
+  // and have one part.
+  Pass pass_of(ir::TensorId t, ir::OpId c) const {
+    if (from_readers[t.value()] || !graph.op(c).forward.valid()) return early_pass;
+    ir::OpId producer = graph.producer(t);
+    return producer.valid() && graph.op(producer).forward.valid() ? early_pass : late_pass;
+  }
 
   Expected<std::vector<tdl::PieceInfo>> analyze(ir::OpId id, plan::OpConfig const& config) {
     CLEAVE_TRY(auto bound, registry.bind(graph, id));
@@ -134,13 +171,37 @@ struct Lowering::State {
       CLEAVE_TRY(pieces[id.value()], analyze(id, plan.ops[id.value()]));
       build_op_part(id);
     }
+    // A late part goes just before its first reader, after its gate: the latest (in topological
+    // order) backward op whose output that reader reads.
+    std::vector<std::size_t> position(num_ops);
+    for (std::size_t i = 0; i < graph.topo_order().size(); ++i)
+      position[graph.topo_order()[i].value()] = i;
+    std::vector<std::vector<ir::TensorId>> late_before(num_ops);
+    for (auto const& t : graph.tensors()) {
+      std::optional<ir::OpId> first;
+      for (ir::OpId c : graph.consumers(t.id))
+        if (pass_of(t.id, c) == late_pass &&
+            (!first || position[c.value()] < position[first->value()]))
+          first = c;
+      if (!first) continue;
+      late_before[first->value()].push_back(t.id);
+      for (ir::TensorId in : graph.op(*first).inputs) {
+        ir::OpId p = graph.producer(in);
+        if (!p.valid() || !graph.op(p).forward.valid()) continue;
+        if (!gate[t.id.value()] || position[p.value()] > position[gate[t.id.value()]->value()])
+          gate[t.id.value()] = p;
+      }
+      if (gate[t.id.value()]) gates[gate[t.id.value()]->value()].push_back(t.id);
+    }
     for (auto const& t : graph.tensors())
       build_tensor_part(t.id);
     for (auto const& t : graph.tensors())
-      if (!graph.producer(t.id).valid()) order.push_back(num_ops + t.id.value());
+      if (!graph.producer(t.id).valid()) order.push_back(part_id(t.id, early_pass));
     for (ir::OpId id : graph.topo_order()) {
+      for (ir::TensorId t : late_before[id.value()])
+        order.push_back(part_id(t, late_pass));
       order.push_back(id.value());
-      order.push_back(num_ops + graph.op(id).outputs[0].value());
+      order.push_back(part_id(graph.op(id).outputs[0], early_pass));
     }
     assemble(nullptr);
     return Status::ok();
@@ -273,20 +334,28 @@ struct Lowering::State {
     part.collectives.push_back(std::move(rs));
   }
 
+  // Builds both parts of tensor t (see Pass).
   void build_tensor_part(ir::TensorId t) {
-    TensorPart part;
-    auto self = num_ops + t.value();
+    std::array<TensorPart, 2> parts;
     auto const& blocks = layout[t.value()];
     bool readers = from_readers[t.value()];
     if (!readers && !graph.producer(t).valid())
       for (auto const& b : blocks)
-        part.initial.push_back({t, b.region, b.device});
-    Moves delivered;  // inputs: (device, device, region) of the blocks delivered
-    Moves transfers;
+        parts[early_pass].initial.push_back({t, b.region, b.device});
+    // The tasks that wrote the gate's output, which the late part's transfers wait for.
+    std::vector<Ref> gate_tasks;
+    if (auto g = gate[t.value()])
+      for (auto const& b : layout[graph.op(*g).outputs[0].value()])
+        if (b.task) gate_tasks.push_back(*b.task);
+    Moves delivered;                 // inputs: (device, device, region) of the blocks delivered
+    std::array<Moves, 2> transfers;  // per part
     std::vector<ir::OpId> seen;
     for (ir::OpId c : graph.consumers(t)) {
       if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
       seen.push_back(c);
+      Pass pass = pass_of(t, c);
+      TensorPart& part = parts[pass];
+      auto self = part_id(t, pass);
       ir::Op const& op = graph.op(c);
       auto const& infos = pieces[c.value()];
       auto const& devices = plan.ops[c.value()].devices;
@@ -311,7 +380,7 @@ struct Lowering::State {
               if (b.task) read.pieces[k].push_back(*b.task);
               continue;
             }
-            auto [it, fresh] = transfers.try_emplace(std::make_tuple(b.device, d, piece), 0);
+            auto [it, fresh] = transfers[pass].try_emplace(std::make_tuple(b.device, d, piece), 0);
             if (fresh) {
               Task move;
               move.kind = TaskKind::transfer;
@@ -322,6 +391,7 @@ struct Lowering::State {
               move.bytes = Bytes(tensor_bytes(graph.tensor(t), piece));
               std::vector<Ref> deps;
               if (b.task) deps.push_back(*b.task);
+              if (pass == late_pass) deps.insert(deps.end(), gate_tasks.begin(), gate_tasks.end());
               it->second = part.add(std::move(move), std::move(deps));
             }
             read.pieces[k].push_back({self, it->second});
@@ -332,14 +402,17 @@ struct Lowering::State {
         part.reads.push_back(std::move(read));
       }
     }
-    all_gather(t, part, transfers);
-    tensor_parts[t.value()] = std::move(part);
+    all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
+    all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
+    tensor_part(t, early_pass) = std::move(parts[early_pass]);
+    tensor_part(t, late_pass) = std::move(parts[late_pass]);
   }
 
   // An all-gather: the tensor's blocks lie on distinct devices (at least two) and every one of
   // them receives every other one's whole block. Other transfers stay point to point. When every
-  // block is a part of one reduce-scatter, the two are one all-reduce.
-  void all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers) {
+  // block is a part of one reduce-scatter, the two are one all-reduce (early parts only: the late
+  // part runs in the backward pass, long after the reduce-scatter).
+  void all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers, bool may_complete) {
     auto const& blocks = layout[t.value()];
     if (blocks.size() < 2) return;
     Collective ag;
@@ -365,7 +438,7 @@ struct Lowering::State {
     ag.bytes = Bytes(tensor_bytes(graph.tensor(t), ag.region));
     part.collectives.push_back(std::move(ag));
     ir::OpId producer = graph.producer(t);
-    if (!producer.valid()) return;
+    if (!producer.valid() || !may_complete) return;
     auto const& op_part = op_parts[producer.value()];
     std::optional<CollectiveId> rs;
     for (auto const& b : blocks) {
@@ -383,7 +456,7 @@ struct Lowering::State {
   // ids; parts after it that did not change move their tasks along (their dependencies shifted),
   // without copying them; and previous_ids is recorded.
   void assemble(std::vector<bool> const* rebuilt) {
-    std::size_t parts = num_ops + graph.num_tensors();
+    std::size_t parts = num_ops + 2 * std::size_t{num_tensors};
     // Re-emitted from the part data: rebuilt parts, ops whose inputs' parts were rebuilt (their
     // compute tasks wait for other tasks), producers of rebuilt tensor parts (their reduce-scatter
     // may now be, or no longer be, an all-reduce).
@@ -394,7 +467,7 @@ struct Lowering::State {
         if (!(*rebuilt)[id]) continue;
         emit[id] = true;
         if (id < num_ops) continue;
-        ir::TensorId t(static_cast<std::uint32_t>(id - num_ops));
+        ir::TensorId t = tensor_of(static_cast<std::uint32_t>(id));
         if (graph.producer(t).valid()) emit[graph.producer(t).value()] = true;
         for (ir::OpId c : graph.consumers(t))
           emit[c.value()] = true;
@@ -483,7 +556,7 @@ struct Lowering::State {
         m += offset[id];
       CollectiveId gid = static_cast<CollectiveId>(p.collectives.size());
       if (!is_op && tensor_parts[id - num_ops].completes) {
-        auto producer = graph.producer(ir::TensorId(id - num_ops)).value();
+        auto producer = graph.producer(tensor_of(id)).value();
         gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
         Collective& rs = p.collectives[gid];
         rs.kind = CollectiveKind::all_reduce;
@@ -505,9 +578,9 @@ struct Lowering::State {
     TaskId base = offset[id.value()];
     bool changed = false;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      auto tp_id = num_ops + op.inputs[i].value();
+      auto tp_id = part_id(op.inputs[i], pass_of(op.inputs[i], id));
       changed = changed || (rebuilt && (*rebuilt)[tp_id]);
-      auto const& reads = tensor_parts[op.inputs[i].value()].reads;
+      auto const& reads = tensor_parts[tp_id - num_ops].reads;
       auto it = std::find_if(reads.begin(), reads.end(),
                              [&](Read const& r) { return r.op == id && r.input == i; });
       CLEAVE_ASSERT(it != reads.end(), "a consumer's read is missing from its input's part");
@@ -550,9 +623,12 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   std::vector<ir::TensorId> touched(op.inputs.begin(), op.inputs.end());
   touched.push_back(op.outputs[0]);
   if (auto placed = s.places[id.value()]) touched.push_back(*placed);
+  // Late parts that wait for this op's output (its writers may have changed).
+  touched.insert(touched.end(), s.gates[id.value()].begin(), s.gates[id.value()].end());
   for (auto t : touched) {
-    if (rebuilt[s.num_ops + t.value()]) continue;
-    rebuilt[s.num_ops + t.value()] = true;
+    if (rebuilt[s.part_id(t, early_pass)]) continue;
+    rebuilt[s.part_id(t, early_pass)] = true;
+    rebuilt[s.part_id(t, late_pass)] = true;
     s.build_tensor_part(t);
   }
   s.assemble(&rebuilt);

@@ -4,11 +4,15 @@
 //
 // - an op part per op: its compute tasks (one per piece), and the partial transfers and reduce
 //   tasks that combine its partial results (with their reduce-scatters);
-// - a tensor part per tensor: the transfers that carry its blocks to the pieces that read it (with
-//   its all-gather), what each reading piece waits for, and the blocks held before the step.
+// - two tensor parts per tensor, early and late: the transfers that carry its blocks to the pieces
+//   that read it (with an all-gather each), what each reading piece waits for, and (early part)
+//   the blocks held before the step. The late part serves the backward and optimizer ops that
+//   read a forward or source tensor: they fetch again what the forward pass fetched, just before
+//   their first reader (issue 5; lowering.cc, Pass).
 //
-// Order: the source tensors' parts by tensor id, then per op in topological order its op part and
-// its output's tensor part. `lower()` is a Lowering created and assembled once.
+// Order: the source tensors' early parts by tensor id, then per op in topological order the late
+// parts whose first reader it is, its op part and its output's early part. `lower()` is a
+// Lowering created and assembled once.
 #pragma once
 
 #include <memory>
@@ -28,9 +32,10 @@ class Lowering {
   ~Lowering();
 
   // Gives `op` a new configuration and rebuilds the parts it touches: the op's own part, the parts
-  // of the tensors it reads and writes and, when the op is the update that places a weight or
-  // optimizer state, that tensor's part. Per-device orders of the plan are dropped (they list the
-  // old pieces; the lowering does not use them). On error nothing changes.
+  // of the tensors it reads and writes, when the op is the update that places a weight or
+  // optimizer state that tensor's parts, and the late parts whose transfers wait for its output.
+  // Per-device orders of the plan are dropped (they list the old pieces; the lowering does not use
+  // them). On error nothing changes.
   Status reconfigure(ir::OpId op, plan::OpConfig config);
 
   // The program of the current plan, identical to lower(graph, plan()).

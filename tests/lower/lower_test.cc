@@ -183,6 +183,73 @@ TEST(Lowering, DataParallelBatchNormStatisticsAreAllReduced) {
   }
 }
 
+// A weight held on device 1 (its update runs there) and read on device 0 by a forward op and by a
+// backward op: each pass fetches it once (issue 5): the forward fetch waits for nothing, the
+// backward one waits for backward tasks (so it runs in the backward pass, not at the start of the
+// step), and each is read only by its own pass; the program still computes what the graph does.
+TEST(Lowering, ForwardAndBackwardReadersOfAWeightFetchItSeparately) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = *autodiff::build_training_graph(
+      *models::ModelZoo::with_builtins().build("mlp:layers=2,hidden=6,input=5,classes=3,batch=4",
+                                               *registry),
+      *registry);
+  plan::Plan p = plan::single_device_plan(g, *registry);
+  p.num_devices = 2;
+  for (auto const& op : g.ops())
+    if (op.forward.valid() && g.tensor(op.outputs[0]).role == ir::TensorRole::weight)
+      p.ops[op.id.value()].devices = {1};  // the updates: weights are held on device 1
+  auto program = lower(g, p, *registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  check_program(g, *program, *registry);
+  auto backward = [&](TaskId id) {
+    auto const& t = program->tasks[id];
+    return t.kind == TaskKind::compute ? g.op(t.op).forward.valid() : true;
+  };
+  int weights_checked = 0;
+  for (auto const& w : g.tensors()) {
+    if (w.role != ir::TensorRole::weight || g.producer(w.id).valid()) continue;
+    std::vector<TaskId> fetches;
+    for (TaskId i = 0; i < program->tasks.size(); ++i)
+      if (program->tasks[i].kind == TaskKind::transfer && program->tasks[i].tensor == w.id)
+        fetches.push_back(i);
+    bool read_backward = false;
+    for (ir::OpId c : g.consumers(w.id))
+      read_backward = read_backward || (g.op(c).forward.valid() && g.op(c).inputs[0] != w.id);
+    if (!read_backward) {
+      EXPECT_EQ(fetches.size(), 1u) << w.name;  // the forward op's only
+      continue;
+    }
+    ASSERT_EQ(fetches.size(), 2u) << w.name;
+    auto const& early = program->tasks[fetches[0]];
+    auto const& late = program->tasks[fetches[1]];
+    EXPECT_EQ(early.region, late.region) << w.name;
+    EXPECT_TRUE(early.deps.empty()) << w.name;
+    ASSERT_FALSE(late.deps.empty()) << w.name;
+    for (TaskId d : late.deps)
+      EXPECT_TRUE(backward(d)) << w.name;
+    for (TaskId i = 0; i < program->tasks.size(); ++i)
+      for (TaskId d : program->tasks[i].deps) {
+        if (d == fetches[0]) EXPECT_FALSE(backward(i)) << w.name;
+        if (d == fetches[1]) EXPECT_TRUE(backward(i)) << w.name;
+      }
+    ++weights_checked;
+  }
+  EXPECT_EQ(weights_checked, 2);  // the second and third linears' weights (not the biases)
+  Rng rng(3);
+  Sources sources = random_sources(g, rng);
+  auto whole = ops::evaluate_graph(g, *registry, sources);
+  ASSERT_TRUE(whole.has_value());
+  auto run = run_reference(g, *program, *registry, sources);
+  ASSERT_TRUE(run.has_value()) << run.error().to_string();
+  for (auto const& t : g.tensors()) {
+    if (!g.producer(t.id).valid()) continue;
+    auto const& want = (*whole)[t.id.value()].values;
+    auto const& got = (*run)[t.id.value()].values;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, std::abs(want[i]))) << t.name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Lowering, ::testing::Values("mlp", "cnn", "attention"));
 
 TEST(LoweringErrors, PlansThatDoNotFit) {

@@ -15,16 +15,18 @@ struct ReaderView {
   std::vector<tdl::PieceInfo> const* pieces;
   std::vector<int> const* devices;
   std::vector<std::size_t> const* positions;
+  bool late = false;  // the reader's fetches belong to the tensor's late part
 };
 
-// A fetch the lowering would emit: (source, destination, region), flat and allocation-free so
-// that deduplicating millions of them stays cheap.
+// A fetch the lowering would emit: (pass, source, destination, region), flat and allocation-free
+// so that deduplicating millions of them stays cheap. Fetches of the two passes never merge.
 constexpr std::size_t kMaxRank = 8;
 struct Fetch {
+  bool late = false;
   int from = 0;
   int to = 0;
   std::array<std::int64_t, 2 * kMaxRank> bounds{};
-  auto key() const { return std::tie(from, to, bounds); }
+  auto key() const { return std::tie(late, from, to, bounds); }
   bool operator<(Fetch const& o) const { return key() < o.key(); }
   bool operator==(Fetch const& o) const { return key() == o.key(); }
 };
@@ -60,7 +62,7 @@ void collect_fetches(std::vector<Block> const& blocks, ReaderView const& r,
       for (auto const& block : blocks) {
         if (block.device == device || intersect(region.box, block.box, part) == 0) continue;
         CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
-        Fetch f{block.device, device, {}};
+        Fetch f{r.late, block.device, device, {}};
         for (std::size_t d = 0; d < part.size(); ++d) {
           f.bounds[2 * d] = part[d].lo;
           f.bounds[2 * d + 1] = part[d].hi;
@@ -71,7 +73,8 @@ void collect_fetches(std::vector<Block> const& blocks, ReaderView const& r,
   }
 }
 
-// Elements fetched by the readers' pieces, identical fetches once (the lowering's `transfers_`).
+// Elements fetched by the readers' pieces, identical fetches of one pass once (the lowering's
+// per-part `transfers`).
 std::int64_t fetched_elements(std::vector<Block> const& blocks,
                               std::vector<ReaderView> const& readers) {
   std::vector<Fetch> fetches;
@@ -140,10 +143,13 @@ Expected<CommModel> CommModel::create(ir::Graph const& graph, ops::OpRegistry co
         }
       }
     }
+    // The lowering's pass_of: backward and optimizer ops read a forward or source tensor in its
+    // late part.
+    bool forward_or_source = !p.valid() || !graph.op(p).forward.valid();
     for (ir::OpId c : graph.consumers(t.id)) {
       auto& readers = m.readers_[t.id.value()];
       if (!readers.empty() && readers.back().op == c) continue;
-      Reader r{c, {}};
+      Reader r{c, {}, forward_or_source && graph.op(c).forward.valid()};
       auto const& inputs = graph.op(c).inputs;
       for (std::size_t i = 0; i < inputs.size(); ++i)
         if (inputs[i] == t.id) r.positions.push_back(i);
@@ -220,7 +226,8 @@ std::int64_t CommModel::tensor_bytes(
   std::vector<ReaderView> views;
   for (auto const& [op, config] : readers)
     for (auto const& r : readers_[t.value()])
-      if (r.op == op) views.push_back({&pieces(op, *config), &config->devices, &r.positions});
+      if (r.op == op)
+        views.push_back({&pieces(op, *config), &config->devices, &r.positions, r.late});
   return fetched_elements(l.blocks, views) * ir::dtype_bytes(graph_->tensor(t).type.dtype);
 }
 
@@ -329,6 +336,7 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
         key += "|" + std::to_string(position(node(rd->op))) + ":" + op_key[rd->op.value()] + "@";
         for (auto p : rd->positions)
           key += std::to_string(p) + ",";
+        if (rd->late) key += "late";
       }
       auto cached = tables.find(key);
       if (cached != tables.end()) {
@@ -347,7 +355,8 @@ Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
         reader_pos.push_back(position(node(rd->op)));
         reader_views.emplace_back();
         for (auto const& cfg : c.configs[rd->op.value()])
-          reader_views.back().push_back({&pieces(rd->op, cfg), &cfg.devices, &rd->positions});
+          reader_views.back().push_back(
+              {&pieces(rd->op, cfg), &cfg.devices, &rd->positions, rd->late});
       }
       // Each (reader, its strategy, the holder's strategy) fetches a list of regions; an entry is
       // the union of its readers' lists. Fetches are numbered once, so an entry is a pass over

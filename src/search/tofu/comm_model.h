@@ -1,9 +1,11 @@
 // Tofu's conversion cost (PAPERS.md §1), counted in bytes by region intersection exactly as the
-// lowering moves data (src/lower/lower.cc): a tensor lives where its producer's pieces wrote it
+// lowering moves data (src/lower/lowering.cc): a tensor lives where its producer's pieces wrote it
 // (partial outputs: where the reduce-scatter left each part; weights and optimizer state: where
 // their update writes the next value); every piece of a consumer fetches the intersection of its
 // read region with each block held by another device, and identical fetches (same tensor, source,
-// destination and region) count once. Inputs are delivered where they are read and cost nothing.
+// destination and region) count once per pass: backward and optimizer ops fetch again what forward
+// ops fetched of a forward or source tensor (the lowering's late parts). Inputs are delivered where
+// they are read and cost nothing.
 // Partial outputs add their reduce-scatter bytes. So evaluate() of a plan's configurations is
 // the lowered program's total transfer bytes.
 //
@@ -81,6 +83,7 @@ class CommModel {
   struct Reader {
     ir::OpId op;
     std::vector<std::size_t> positions;  // inputs of op that are the tensor
+    bool late = false;                   // a backward reader of a forward or source tensor
   };
   ir::Graph const* graph_ = nullptr;
   std::vector<std::shared_ptr<tdl::BoundOp const>> bound_;
