@@ -64,7 +64,8 @@ struct Read {
   std::vector<std::vector<Ref>> pieces;
 };
 
-// A tensor has two parts, one per pass of its readers. Its late part holds what backward and
+// A tensor has two parts, one per pass of its readers. Under the plan's FetchPolicy::per_pass
+// (plan.h; under `shared` every read is in the early part) its late part holds what backward and
 // optimizer ops (op.forward valid) read of a tensor that the forward pass made or that was held
 // before the step (a forward activation, a weight); its early part everything else. Fetches are
 // shared among the readers of one part only: the backward pass fetches again what the forward
@@ -127,6 +128,7 @@ struct Lowering::State {
   // Which part of t op c's read belongs to (see Pass). Inputs are delivered where they are read
   // and have one part.
   Pass pass_of(ir::TensorId t, ir::OpId c) const {
+    if (plan.fetch == plan::FetchPolicy::shared) return early_pass;
     if (from_readers[t.value()] || !graph.op(c).forward.valid()) return early_pass;
     ir::OpId producer = graph.producer(t);
     return producer.valid() && graph.op(producer).forward.valid() ? early_pass : late_pass;

@@ -28,6 +28,15 @@ struct PieceRef {
   bool operator==(PieceRef const&) const = default;
 };
 
+// Whether a region fetched from another device serves every reader of the step (`shared`: the
+// fetched copy stays until its last reader, the backward pass included: what data parallelism
+// and Megatron do with their gathered weights and activations), or the backward and optimizer ops
+// fetch again, just before they need it, what the forward pass fetched of a forward or source
+// tensor (`per_pass`: each op's input conversion is its own communication, as in Tofu, and
+// ZeRO-3 re-gathers weights for the backward pass): more bytes, fewer copies held at once
+// (lower/lowering.cc, Pass; docs/cost_model.md).
+enum class FetchPolicy : std::uint8_t { shared, per_pass };
+
 struct Provenance {
   std::string algorithm;  // "single", "data-parallel", "tofu", ...
   std::string config;     // the algorithm's settings, as text
@@ -45,6 +54,7 @@ struct Plan {
   int num_devices = 1;
   std::vector<OpConfig> ops;                 // indexed by op id
   std::vector<std::vector<PieceRef>> order;  // per device; empty: topological order
+  FetchPolicy fetch = FetchPolicy::shared;
   Provenance provenance;
 };
 

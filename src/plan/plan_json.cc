@@ -16,6 +16,7 @@ std::string plan_to_json(Plan const& plan) {
   j["cluster_fingerprint"] = plan.cluster_fingerprint;
   j["model"] = plan.model;
   j["devices"] = plan.num_devices;
+  j["fetch"] = plan.fetch == FetchPolicy::per_pass ? "per-pass" : "shared";
   j["provenance"] = {{"algorithm", plan.provenance.algorithm},
                      {"config", plan.provenance.config},
                      {"seed", plan.provenance.seed},
@@ -51,6 +52,13 @@ Expected<Plan> plan_from_json(std::string_view text) {
       p.cluster_fingerprint = j.at("cluster_fingerprint").get<std::string>();
     p.model = j.at("model").get<std::string>();
     p.num_devices = j.at("devices").get<int>();
+    if (j.contains("fetch")) {  // absent in plans that predate it: shared
+      auto fetch = j.at("fetch").get<std::string>();
+      if (fetch != "shared" && fetch != "per-pass")
+        return Error(ErrorCode::parse_error, "malformed plan: \"fetch\" is \"" + fetch +
+                                                 "\"; it must be \"shared\" or \"per-pass\"");
+      p.fetch = fetch == "per-pass" ? FetchPolicy::per_pass : FetchPolicy::shared;
+    }
     auto const& prov = j.at("provenance");
     p.provenance = {prov.at("algorithm").get<std::string>(), prov.at("config").get<std::string>(),
                     prov.at("seed").get<std::uint64_t>(), prov.at("search_time_s").get<double>()};

@@ -198,6 +198,10 @@ TEST(Lowering, ForwardAndBackwardReadersOfAWeightFetchItSeparately) {
   for (auto const& op : g.ops())
     if (op.forward.valid() && g.tensor(op.outputs[0]).role == ir::TensorRole::weight)
       p.ops[op.id.value()].devices = {1};  // the updates: weights are held on device 1
+  // Under the shared policy (the default) each weight is fetched once, for all its readers.
+  auto shared = lower(g, p, *registry);
+  ASSERT_TRUE(shared.has_value()) << shared.error().to_string();
+  p.fetch = plan::FetchPolicy::per_pass;
   auto program = lower(g, p, *registry);
   ASSERT_TRUE(program.has_value()) << program.error().to_string();
   check_program(g, *program, *registry);
@@ -215,6 +219,10 @@ TEST(Lowering, ForwardAndBackwardReadersOfAWeightFetchItSeparately) {
     bool read_backward = false;
     for (ir::OpId c : g.consumers(w.id))
       read_backward = read_backward || (g.op(c).forward.valid() && g.op(c).inputs[0] != w.id);
+    auto fetched_shared = std::count_if(shared->tasks.begin(), shared->tasks.end(), [&](auto& t) {
+      return t.kind == TaskKind::transfer && t.tensor == w.id;
+    });
+    EXPECT_EQ(fetched_shared, 1) << w.name;
     if (!read_backward) {
       EXPECT_EQ(fetches.size(), 1u) << w.name;  // the forward op's only
       continue;

@@ -26,6 +26,19 @@ TEST(PlanJson, RoundTripsAndRejectsBadFiles) {
   EXPECT_EQ(back->ops[0].devices, (std::vector<int>{0, 1}));
   EXPECT_EQ(back->provenance.seed, 42u);
   EXPECT_EQ(back->graph_fingerprint, ir::graph_fingerprint(g));
+  EXPECT_EQ(back->fetch, FetchPolicy::shared);
+  // The fetch policy: written, read back; absent (older plans) is shared; anything else an error.
+  p.fetch = FetchPolicy::per_pass;
+  EXPECT_EQ(plan_from_json(plan_to_json(p))->fetch, FetchPolicy::per_pass);
+  std::string old = text;
+  old.erase(old.find("\"fetch\":\"shared\","), std::string("\"fetch\":\"shared\",").size());
+  EXPECT_EQ(plan_from_json(old)->fetch, FetchPolicy::shared);
+  std::string bad = text;
+  bad.replace(bad.find("\"shared\""), 8, "\"lazy\"");
+  auto rejected = plan_from_json(bad);
+  ASSERT_FALSE(rejected.has_value());
+  EXPECT_NE(rejected.error().message().find("\"fetch\" is \"lazy\""), std::string::npos)
+      << rejected.error().message();
 
   EXPECT_FALSE(plan_from_json(text.substr(0, text.size() / 2)).has_value());
   EXPECT_FALSE(plan_from_json("{\"format\":\"cleave.graph/1\"}").has_value());

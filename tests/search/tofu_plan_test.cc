@@ -55,6 +55,19 @@ TEST_P(TofuPlans, LowerAndComputeWhatTheGraphComputes) {
       // Every algorithm records the bytes comm_model predicts; they are the lowering's.
       EXPECT_NE(p->provenance.config.find("comm_bytes=" + std::to_string(bytes)), std::string::npos)
           << algo << " on " << devices << ": " << p->provenance.config << " vs " << bytes;
+      // Under either fetch policy, the cost model counts what the lowering then moves.
+      for (auto fetch : {plan::FetchPolicy::shared, plan::FetchPolicy::per_pass}) {
+        plan::Plan q = *p;
+        q.fetch = fetch;
+        auto lowered = lower::lower(g, q, *registry);
+        ASSERT_TRUE(lowered.has_value()) << lowered.error().to_string();
+        std::int64_t moved = 0;
+        for (auto const& t : lowered->tasks)
+          if (t.kind == lower::TaskKind::transfer) moved += t.bytes.value();
+        auto model = CommModel::create(g, *registry, fetch);
+        ASSERT_TRUE(model.has_value());
+        EXPECT_EQ(model->evaluate(q.ops), moved) << algo << " on " << devices;
+      }
       auto run = lower::run_reference(g, *program, *registry, sources);
       ASSERT_TRUE(run.has_value()) << algo << ": " << run.error().to_string();
       for (auto const& t : g.tensors()) {
@@ -101,8 +114,10 @@ TEST_P(TofuPlans, RankedBySimulatedTimeIsNeverSlowerThanTofu) {
   auto again = make_plan("tofu-ranked", ctx);
   ASSERT_TRUE(plain.has_value() && ranked.has_value() && again.has_value());
   EXPECT_LE(step_time(*ranked), step_time(*plain));
-  for (char const* seq : {"8:", "4,2:", "2,4:", "2,2,2:"})
-    EXPECT_NE(ranked->provenance.config.find(seq), std::string::npos) << ranked->provenance.config;
+  for (char const* seq : {"8/", "4,2/", "2,4/", "2,2,2/"})
+    for (char const* fetch : {"per-pass:", "shared:"})
+      EXPECT_NE(ranked->provenance.config.find(std::string(seq) + fetch), std::string::npos)
+          << ranked->provenance.config;
   for (std::size_t i = 0; i < ranked->ops.size(); ++i)
     EXPECT_EQ(ranked->ops[i].devices, again->ops[i].devices);
 }
@@ -120,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(Models, TofuPlans, ::testing::Values("mlp", "cnn", "rnn
 TEST(TofuCoarsening, TimeStepsAndElementwiseRunsShareNodes) {
   auto registry = ops::OpRegistry::with_builtins();
   ir::Graph g = training("rnn", *registry);
-  auto model = *CommModel::create(g, *registry);
+  auto model = *CommModel::create(g, *registry, tofu_fetch);
   Coarsening tied = coarsen(model);
   Coarsening none = coarsen(model, {false, false});
   EXPECT_EQ(none.num_nodes, static_cast<int>(g.num_ops()));
@@ -138,7 +153,7 @@ TEST(TofuCoarsening, TimeStepsAndElementwiseRunsShareNodes) {
 TEST(TofuApproximations, SplitFactorsOnlyOverCount) {
   auto registry = ops::OpRegistry::with_builtins();
   ir::Graph g = training("cnn", *registry);
-  auto model = *CommModel::create(g, *registry);
+  auto model = *CommModel::create(g, *registry, tofu_fetch);
   TofuOptions exact;
   TofuOptions split;
   split.max_factor_entries = 1;  // every tensor's readers priced one node at a time

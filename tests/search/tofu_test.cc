@@ -145,7 +145,7 @@ TEST(TofuOptimality, EachStepAndTheWholePlanEqualExhaustiveSearch) {
   double worst_ratio = 1;
   while (graphs < optimality_graphs) {
     ir::Graph g = random_graph(*registry, 1 + static_cast<int>(rng() % 8), rng);
-    auto model = CommModel::create(g, *registry);
+    auto model = CommModel::create(g, *registry, tofu_fetch);
     ASSERT_TRUE(model.has_value()) << model.error().to_string();
     Coarsening co = coarsen(*model);
     ASSERT_LE(co.num_nodes, 8);

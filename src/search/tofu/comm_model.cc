@@ -109,9 +109,11 @@ std::string candidates_key(std::vector<plan::OpConfig> const& configs) {
 
 }  // namespace
 
-Expected<CommModel> CommModel::create(ir::Graph const& graph, ops::OpRegistry const& registry) {
+Expected<CommModel> CommModel::create(ir::Graph const& graph, ops::OpRegistry const& registry,
+                                      plan::FetchPolicy fetch) {
   CommModel m;
   m.graph_ = &graph;
+  m.fetch_ = fetch;
   std::map<std::string, std::shared_ptr<tdl::BoundOp const>> by_signature;
   for (auto const& op : graph.ops()) {
     std::string sig = op.type + "|" + op.attrs.to_string();
@@ -143,9 +145,10 @@ Expected<CommModel> CommModel::create(ir::Graph const& graph, ops::OpRegistry co
         }
       }
     }
-    // The lowering's pass_of: backward and optimizer ops read a forward or source tensor in its
-    // late part.
-    bool forward_or_source = !p.valid() || !graph.op(p).forward.valid();
+    // The lowering's pass_of: under per_pass, backward and optimizer ops read a forward or source
+    // tensor in its late part.
+    bool forward_or_source = fetch == plan::FetchPolicy::per_pass &&
+                             (!p.valid() || !graph.op(p).forward.valid());
     for (ir::OpId c : graph.consumers(t.id)) {
       auto& readers = m.readers_[t.id.value()];
       if (!readers.empty() && readers.back().op == c) continue;

@@ -3,9 +3,9 @@
 // (partial outputs: where the reduce-scatter left each part; weights and optimizer state: where
 // their update writes the next value); every piece of a consumer fetches the intersection of its
 // read region with each block held by another device, and identical fetches (same tensor, source,
-// destination and region) count once per pass: backward and optimizer ops fetch again what forward
-// ops fetched of a forward or source tensor (the lowering's late parts). Inputs are delivered where
-// they are read and cost nothing.
+// destination and region) count once, or once per pass under FetchPolicy::per_pass: backward and
+// optimizer ops then fetch again what forward ops fetched of a forward or source tensor (the
+// lowering's late parts). Inputs are delivered where they are read and cost nothing.
 // Partial outputs add their reduce-scatter bytes. So evaluate() of a plan's configurations is
 // the lowered program's total transfer bytes.
 //
@@ -56,7 +56,11 @@ struct RequestStats {
 
 class CommModel {
  public:
-  static Expected<CommModel> create(ir::Graph const& graph, ops::OpRegistry const& registry);
+  // Fetches counted as the lowering emits them under `fetch` (plan.h): with per_pass, backward
+  // and optimizer readers of a forward or source tensor do not share the forward pass's fetches.
+  static Expected<CommModel> create(ir::Graph const& graph, ops::OpRegistry const& registry,
+                                    plan::FetchPolicy fetch);
+  plan::FetchPolicy fetch() const { return fetch_; }
 
   ir::Graph const& graph() const { return *graph_; }
   tdl::BoundOp const& bound(ir::OpId op) const { return *bound_[op.value()]; }
@@ -86,6 +90,7 @@ class CommModel {
     bool late = false;                   // a backward reader of a forward or source tensor
   };
   ir::Graph const* graph_ = nullptr;
+  plan::FetchPolicy fetch_ = plan::FetchPolicy::shared;
   std::vector<std::shared_ptr<tdl::BoundOp const>> bound_;
   std::vector<std::string> signature_;
   std::vector<std::optional<ir::OpId>> holder_;

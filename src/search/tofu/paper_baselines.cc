@@ -55,6 +55,7 @@ plan::Plan to_plan(SearchContext const& ctx, std::vector<plan::OpConfig> configs
                    std::string config) {
   plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
   p.ops = std::move(configs);
+  p.fetch = tofu_fetch;
   p.provenance.config = std::move(config);
   return p;
 }
@@ -62,7 +63,7 @@ plan::Plan to_plan(SearchContext const& ctx, std::vector<plan::OpConfig> configs
 }  // namespace
 
 Expected<plan::Plan> optcnn(SearchContext const& ctx) {
-  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
+  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
   auto k = static_cast<std::int64_t>(ctx.cluster.num_devices());
   Coarsening coarsening = coarsen(model);
   Candidates c;
@@ -83,7 +84,7 @@ Expected<plan::Plan> optcnn(SearchContext const& ctx) {
 }
 
 Expected<plan::Plan> allrow_greedy(SearchContext const& ctx) {
-  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
+  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
   auto const& g = ctx.graph;
   auto k = static_cast<std::int64_t>(ctx.cluster.num_devices());
   std::vector<plan::OpConfig> configs(g.num_ops());
@@ -124,7 +125,7 @@ Expected<plan::Plan> allrow_greedy(SearchContext const& ctx) {
 }
 
 Expected<plan::Plan> equal_chop(SearchContext const& ctx) {
-  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
+  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
   auto const& g = ctx.graph;
   auto ways = factor_ways(static_cast<std::int64_t>(ctx.cluster.num_devices()));
   std::vector<plan::OpConfig> configs;

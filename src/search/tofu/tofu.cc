@@ -159,10 +159,16 @@ std::string ways_text(TofuResult const& r) {
   return steps.empty() ? std::string("1") : steps;
 }
 
-plan::Plan plan_of(SearchContext const& ctx, TofuResult r, TofuOptions const& options) {
+std::string fetch_text(plan::FetchPolicy fetch) {
+  return fetch == plan::FetchPolicy::per_pass ? "per-pass" : "shared";
+}
+
+plan::Plan plan_of(SearchContext const& ctx, TofuResult r, TofuOptions const& options,
+                   plan::FetchPolicy fetch) {
   plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
   p.ops = std::move(r.configs);
-  p.provenance.config = "ways=" + ways_text(r) + " comm_bytes=" + std::to_string(r.comm_bytes) +
+  p.fetch = fetch;
+  p.provenance.config = "ways=" + ways_text(r) + " fetch=" + fetch_text(fetch) + " comm_bytes=" + std::to_string(r.comm_bytes) +
                         " max_table_entries=" + std::to_string(options.max_table_entries) +
                         " max_factor_entries=" + std::to_string(options.max_factor_entries);
   return p;
@@ -171,14 +177,14 @@ plan::Plan plan_of(SearchContext const& ctx, TofuResult r, TofuOptions const& op
 }  // namespace
 
 Expected<plan::Plan> tofu(SearchContext const& ctx) {
-  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
+  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
   TofuOptions options;
   TofuResult r = tofu_search(model, static_cast<int>(ctx.cluster.num_devices()), options);
-  return plan_of(ctx, std::move(r), options);
+  return plan_of(ctx, std::move(r), options, tofu_fetch);
 }
 
+// Every step sequence under both fetch policies: per-pass plans hold less, shared ones move less.
 Expected<plan::Plan> tofu_ranked(SearchContext const& ctx) {
-  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry));
   auto devices = static_cast<std::int64_t>(ctx.cluster.num_devices());
   cost::CostModel cost(ctx.cluster);
   struct Ranked {
@@ -189,25 +195,29 @@ Expected<plan::Plan> tofu_ranked(SearchContext const& ctx) {
   };
   std::optional<Ranked> best;
   std::string tried;
-  for (auto const& sequence : step_sequences(devices)) {
-    TofuOptions options;
-    options.ways = sequence;
-    TofuResult r = tofu_search(model, static_cast<int>(devices), options);
-    Ranked c{{}, {}, r.comm_bytes, ways_text(r)};
-    c.plan = plan_of(ctx, std::move(r), options);
-    c.plan.num_devices = static_cast<int>(devices);
-    CLEAVE_TRY(auto program, lower::lower(ctx.graph, c.plan, ctx.registry));
-    c.prediction = sim::predict(ctx.graph, program, cost, ctx.batch);
-    tried += (tried.empty() ? "" : ";") + c.ways + ":" + std::to_string(c.prediction.step_time_s) +
-             "s" + (c.prediction.fits ? "" : "(does not fit)");
-    auto key = [](Ranked const& x) {
-      std::int64_t peak = 0;
-      for (auto b : x.prediction.peak_memory_bytes)
-        peak = std::max(peak, b);
-      return std::make_tuple(!x.prediction.fits, x.prediction.fits ? 0 : peak,
-                             x.prediction.step_time_s, x.comm_bytes);
-    };
-    if (!best || key(c) < key(*best)) best = std::move(c);
+  for (auto fetch : {plan::FetchPolicy::per_pass, plan::FetchPolicy::shared}) {
+    CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, fetch));
+    for (auto const& sequence : step_sequences(devices)) {
+      TofuOptions options;
+      options.ways = sequence;
+      TofuResult r = tofu_search(model, static_cast<int>(devices), options);
+      Ranked c{{}, {}, r.comm_bytes, ways_text(r) + "/" + fetch_text(fetch)};
+      c.plan = plan_of(ctx, std::move(r), options, fetch);
+      c.plan.num_devices = static_cast<int>(devices);
+      CLEAVE_TRY(auto program, lower::lower(ctx.graph, c.plan, ctx.registry));
+      c.prediction = sim::predict(ctx.graph, program, cost, ctx.batch);
+      tried += (tried.empty() ? "" : ";") + c.ways + ":" +
+               std::to_string(c.prediction.step_time_s) + "s" +
+               (c.prediction.fits ? "" : "(does not fit)");
+      auto key = [](Ranked const& x) {
+        std::int64_t peak = 0;
+        for (auto b : x.prediction.peak_memory_bytes)
+          peak = std::max(peak, b);
+        return std::make_tuple(!x.prediction.fits, x.prediction.fits ? 0 : peak,
+                               x.prediction.step_time_s, x.comm_bytes);
+      };
+      if (!best || key(c) < key(*best)) best = std::move(c);
+    }
   }
   CLEAVE_ASSERT(best.has_value(), "at least one step sequence");
   best->plan.provenance.config += " ranked_by=simulated_step_time candidates=" + tried;

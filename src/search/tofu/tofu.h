@@ -78,6 +78,10 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
 std::vector<std::vector<std::int64_t>> step_sequences(std::int64_t k);
 
 // The algorithms of the table (search.cc).
+// The fetch policy of Tofu's plans and of the paper's comparison points (plan.h): per pass, as in
+// the paper, where every op's input conversion is its own communication.
+constexpr plan::FetchPolicy tofu_fetch = plan::FetchPolicy::per_pass;
+
 Expected<plan::Plan> tofu(SearchContext const& ctx);
 // Tofu's DP ranked by simulated step time (issue 5's option): one DP plan per step sequence of
 // step_sequences(k), each lowered and simulated with the roofline cost model; the plan that fits
