@@ -84,8 +84,10 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   };
   Timings timings;
   timings.tasks.resize(n);
+  std::vector<NodeId> node_of(n);  // per task: its node; read below without touching the tasks
   for (lower::TaskId i = 0; i < n; ++i) {
     auto const& t = p.tasks[i];
+    node_of[i] = t.collective == lower::no_collective ? i : static_cast<NodeId>(n + t.collective);
     if (t.collective != lower::no_collective) continue;  // members take no timing of their own
     if (prev[i] && old.collective_of[*prev[i]] == lower::no_collective) {
       old_of[i] = *prev[i];
@@ -118,10 +120,6 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     return v < old.tasks ? run_.result.spans[v]
                          : run_.result.spans[old.first_member[v - old.tasks]];
   };
-  auto node_of = [&](lower::TaskId t) {
-    auto c = p.tasks[t].collective;
-    return c == lower::no_collective ? static_cast<NodeId>(t) : static_cast<NodeId>(n + c);
-  };
   double gone = std::numeric_limits<double>::infinity();
   for (NodeId v = 0; v < new_of.size(); ++v) {
     bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
@@ -137,18 +135,18 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     };
     std::vector<bool> done(p.collectives.size(), false);
     for (lower::TaskId i = 0; i < n; ++i) {
-      NodeId u = node_of(i);
+      NodeId u = node_of[i];
       if (old_of[u] != no_node) continue;
       double b = 0;
       if (u < n) {
         for (auto d : p.tasks[i].deps)
-          b = std::max(b, dep_bound(node_of(d)));
+          b = std::max(b, dep_bound(node_of[d]));
       } else {
         if (done[u - n]) continue;
         done[u - n] = true;
         for (auto m : p.collectives[u - n].members)
           for (auto d : p.tasks[m].deps)
-            if (node_of(d) != u) b = std::max(b, dep_bound(node_of(d)));
+            if (node_of[d] != u) b = std::max(b, dep_bound(node_of[d]));
       }
       bound[u] = b;
       t = std::min(t, b);

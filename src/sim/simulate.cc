@@ -14,6 +14,11 @@ class Loop {
        std::vector<Resource> const& resources)
       : program_(program), timings_(timings), n_(program.tasks.size()),
         nodes_(n_ + program.collectives.size()) {
+    node_of_.reserve(n_);
+    for (lower::TaskId t = 0; t < n_; ++t) {
+      auto c = program.tasks[t].collective;
+      node_of_.push_back(c == lower::no_collective ? t : static_cast<NodeId>(n_ + c));
+    }
     CLEAVE_ASSERT(timings.tasks.size() == n_, "one timing per task");
     CLEAVE_ASSERT(timings.collectives.size() == program.collectives.size(),
                   "one timing per collective");
@@ -30,33 +35,32 @@ class Loop {
     restore(prefix, taken);
 
     // Edges between nodes; a collective's members' dependencies on each other are inside it.
+    // The tasks' dependency lists are read once (after a delta's restart most of the loop's time
+    // went to walking them), into edges that are then grouped by dependency.
     std::vector<std::uint32_t> waiting(nodes_, 0);
     std::vector<std::uint32_t> first(nodes_ + 1, 0);
-    auto each_edge = [&](auto const& visit) {
-      for (lower::TaskId i = 0; i < n_; ++i) {
-        NodeId u = node_of(i);
-        if (taken[u]) continue;
-        for (auto d : tasks[i].deps) {
-          NodeId v = node_of(d);
-          if (u != v) visit(u, v);
+    std::vector<std::pair<NodeId, NodeId>> edges;  // (dependent, dependency), neither taken
+    for (lower::TaskId i = 0; i < n_; ++i) {
+      NodeId u = node_of_[i];
+      if (taken[u]) continue;
+      for (auto d : tasks[i].deps) {
+        NodeId v = node_of_[d];
+        if (u == v) continue;
+        if (taken[v]) {
+          run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
+        } else {
+          ++waiting[u];
+          ++first[v + 1];
+          edges.emplace_back(u, v);
         }
       }
-    };
-    each_edge([&](NodeId u, NodeId v) {
-      if (taken[v]) {
-        run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
-      } else {
-        ++waiting[u];
-        ++first[v + 1];
-      }
-    });
+    }
     for (std::size_t v = 0; v < nodes_; ++v)
       first[v + 1] += first[v];
-    std::vector<NodeId> dependents(first[nodes_]);
+    std::vector<NodeId> dependents(edges.size());
     std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
-    each_edge([&](NodeId u, NodeId v) {
-      if (!taken[v]) dependents[fill[v]++] = u;
-    });
+    for (auto [u, v] : edges)
+      dependents[fill[v]++] = u;
 
     auto later = [this](Entry const& x, Entry const& y) {
       if (x.first != y.first) return x.first > y.first;
@@ -82,13 +86,7 @@ class Loop {
  private:
   using Entry = std::pair<double, NodeId>;
 
-  NodeId node_of(lower::TaskId t) const {
-    auto c = program_.tasks[t].collective;
-    return c == lower::no_collective ? t : static_cast<NodeId>(n_ + c);
-  }
-  bool is_node(NodeId v) const {
-    return v >= n_ || program_.tasks[v].collective == lower::no_collective;
-  }
+  bool is_node(NodeId v) const { return v >= n_ || node_of_[v] == v; }
   TaskTiming const& timing(NodeId v) const {
     return v < n_ ? timings_.tasks[v] : timings_.collectives[v - n_];
   }
@@ -182,13 +180,10 @@ class Loop {
   }
 
   void finish(std::vector<Resource> const& resources) {
-    CLEAVE_ASSERT(run_.order.size() == static_cast<std::size_t>(std::count_if(
-                                           program_.tasks.begin(), program_.tasks.end(),
-                                           [](lower::Task const& t) {
-                                             return t.collective == lower::no_collective;
-                                           })) +
-                                           program_.collectives.size(),
-                  "the program's dependencies form a cycle");
+    std::size_t nodes = program_.collectives.size();
+    for (NodeId t = 0; t < n_; ++t)
+      nodes += node_of_[t] == t;
+    CLEAVE_ASSERT(run_.order.size() == nodes, "the program's dependencies form a cycle");
     auto& r = run_.result;
     r.compute_seconds.assign(static_cast<std::size_t>(program_.num_devices), 0.0);
     // A program may use fewer devices than the cluster has; the others' streams stay idle.
@@ -204,6 +199,7 @@ class Loop {
   Timings const& timings_;
   std::size_t n_;
   std::size_t nodes_;
+  std::vector<NodeId> node_of_;  // per task: its node (itself, or its collective's)
   std::vector<double> free_at_;
   std::vector<double> node_end_;
   Run run_;
