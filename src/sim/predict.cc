@@ -203,16 +203,18 @@ MemoryEvent memory_event(double time, std::int64_t bytes, bool alloc) {
   return {(bits << 1) | (alloc ? 1U : 0U), alloc ? bytes : -bytes};
 }
 
-// Sorts by key, least significant byte first (all eight byte counts in one pass), skipping the
-// bytes all keys share. Linear, where a comparison sort of the ~100,000 events of a large program
-// dominated summarize().
+// Sorts by key, least significant digit first (11-bit digits: six passes over the events where
+// bytes took eight; all six digit counts in one pass), skipping the digits all keys share. Linear,
+// where a comparison sort of the ~100,000 events of a large program dominated summarize().
 void sort_events(std::vector<MemoryEvent>& events, std::vector<MemoryEvent>& scratch) {
-  std::array<std::array<std::size_t, 256>, 8> count{};
+  constexpr int bits = 11, digits = (64 + bits - 1) / bits;
+  constexpr std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
+  std::vector<std::array<std::size_t, mask + 1>> count(digits);
   for (auto const& e : events)
-    for (int b = 0; b < 8; ++b)
-      ++count[static_cast<std::size_t>(b)][(e.key >> (8 * b)) & 0xff];
+    for (int b = 0; b < digits; ++b)
+      ++count[static_cast<std::size_t>(b)][(e.key >> (bits * b)) & mask];
   scratch.resize(events.size());
-  for (int b = 0; b < 8; ++b) {
+  for (int b = 0; b < digits; ++b) {
     auto& c = count[static_cast<std::size_t>(b)];
     if (std::any_of(c.begin(), c.end(), [&](std::size_t k) { return k == events.size(); }))
       continue;
@@ -220,7 +222,7 @@ void sort_events(std::vector<MemoryEvent>& events, std::vector<MemoryEvent>& scr
     for (auto& k : c)
       sum += std::exchange(k, sum);
     for (auto const& e : events)
-      scratch[c[(e.key >> (8 * b)) & 0xff]++] = e;
+      scratch[c[(e.key >> (bits * b)) & mask]++] = e;
     events.swap(scratch);
   }
 }
@@ -238,26 +240,27 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   for (auto const& b : program.initial)
     events[static_cast<std::size_t>(b.device)].push_back(
         memory_event(0.0, bytes_of(graph, b.tensor, b.region), true));
+  // One pass from the last task back: a task's readers come after it, so its last use and
+  // whether a swap-out copies it are known when it is reached. (The events' order before sorting
+  // does not matter.)
   std::vector<double> last_use(tasks.size(), -1);
   std::vector<bool> swapped(tasks.size(), false);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    for (auto dep : tasks[i].deps) {
-      last_use[dep] = std::max(last_use[dep], p.sim.spans[i].end);
-      bool copied = tasks[i].kind == lower::TaskKind::swap_out &&
-                    tasks[dep].device == tasks[i].device && tasks[dep].tensor == tasks[i].tensor;
-      if (copied) swapped[dep] = true;
-    }
-  }
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
+  for (std::size_t i = tasks.size(); i-- > 0;) {
     auto const& t = tasks[i];
     std::int64_t size = bytes_of(graph, t.tensor, t.region);
     auto& on = events[static_cast<std::size_t>(t.device)];
     if (t.kind == lower::TaskKind::swap_out) {
       on.push_back(memory_event(p.sim.spans[i].end, size, false));
-      continue;
+    } else {
+      on.push_back(memory_event(p.sim.spans[i].start, size, true));
+      if (last_use[i] >= 0 && !swapped[i]) on.push_back(memory_event(last_use[i], size, false));
     }
-    on.push_back(memory_event(p.sim.spans[i].start, size, true));
-    if (last_use[i] >= 0 && !swapped[i]) on.push_back(memory_event(last_use[i], size, false));
+    for (auto dep : t.deps) {
+      last_use[dep] = std::max(last_use[dep], p.sim.spans[i].end);
+      bool copied = t.kind == lower::TaskKind::swap_out && tasks[dep].device == t.device &&
+                    tasks[dep].tensor == t.tensor;
+      if (copied) swapped[dep] = true;
+    }
   }
   std::vector<MemoryEvent> scratch;
   for (std::size_t d = 0; d < devices; ++d) {
