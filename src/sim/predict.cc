@@ -203,28 +203,63 @@ MemoryEvent memory_event(double time, std::int64_t bytes, bool alloc) {
   return {(bits << 1) | (alloc ? 1U : 0U), alloc ? bytes : -bytes};
 }
 
-// Sorts by key, least significant digit first (11-bit digits: six passes over the events where
-// bytes took eight; all six digit counts in one pass), skipping the digits all keys share. Linear,
-// where a comparison sort of the ~100,000 events of a large program dominated summarize().
-void sort_events(std::vector<MemoryEvent>& events, std::vector<MemoryEvent>& scratch) {
-  constexpr int bits = 11, digits = (64 + bits - 1) / bits;
-  constexpr std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
-  std::vector<std::array<std::size_t, mask + 1>> count(digits);
-  for (auto const& e : events)
-    for (int b = 0; b < digits; ++b)
-      ++count[static_cast<std::size_t>(b)][(e.key >> (bits * b)) & mask];
-  scratch.resize(events.size());
-  for (int b = 0; b < digits; ++b) {
-    auto& c = count[static_cast<std::size_t>(b)];
-    if (std::any_of(c.begin(), c.end(), [&](std::size_t k) { return k == events.size(); }))
-      continue;
-    std::size_t sum = 0;
-    for (auto& k : c)
-      sum += std::exchange(k, sum);
-    for (auto const& e : events)
-      scratch[c[(e.key >> (bits * b)) & mask]++] = e;
-    events.swap(scratch);
+// The peak of the running sum of events taken in key order, without sorting them all: the events
+// are bucketed by time (buckets in key order), which gives the running sum at every bucket's end;
+// within a bucket the sum never rises above its value before the bucket plus the bucket's
+// allocations. Only buckets where that bound exceeds the best sum found so far are sorted and
+// walked, highest bound first. A radix sort of every event took most of summarize() (which runs
+// after every delta).
+std::int64_t peak_of(std::vector<MemoryEvent> const& events, std::vector<MemoryEvent>& scratch) {
+  if (events.empty()) return 0;
+  auto by_key = [](MemoryEvent const& x, MemoryEvent const& y) { return x.key < y.key; };
+  auto [lo, hi] = std::minmax_element(events.begin(), events.end(), by_key);
+  // Buckets of equal length in time (rounding keeps the bucket of a later time no lower), about
+  // four events to a bucket.
+  auto time = [](MemoryEvent const& e) { return std::bit_cast<double>(e.key >> 1); };
+  std::size_t buckets = events.size() / 4 + 1;
+  double first = time(*lo), span = time(*hi) - first;
+  double scale = span > 0 ? static_cast<double>(buckets - 1) / span : 0;
+  auto bucket = [&](MemoryEvent const& e) {
+    return std::min(buckets - 1, static_cast<std::size_t>((time(e) - first) * scale));
+  };
+  std::vector<std::int64_t> sum(buckets, 0), bound(buckets, 0);
+  for (auto const& e : events) {
+    sum[bucket(e)] += e.bytes;
+    bound[bucket(e)] += std::max<std::int64_t>(e.bytes, 0);
   }
+  std::vector<std::int64_t> before(buckets);
+  std::int64_t now = 0, peak = 0;
+  for (std::size_t k = 0; k < buckets; ++k) {
+    before[k] = now;
+    bound[k] += now;
+    peak = std::max(peak, now += sum[k]);
+  }
+  // The buckets that may hold a higher sum, and their events grouped by bucket.
+  std::vector<std::size_t> walk;
+  std::vector<std::uint32_t> slot(buckets + 1, 0);
+  for (std::size_t k = 0; k < buckets; ++k)
+    if (bound[k] > peak) walk.push_back(k);
+  if (walk.empty()) return peak;
+  for (auto const& e : events)
+    if (bound[bucket(e)] > peak) ++slot[bucket(e) + 1];
+  for (std::size_t k = 0; k < buckets; ++k)
+    slot[k + 1] += slot[k];
+  scratch.resize(slot[buckets]);
+  std::vector<std::uint32_t> fill(slot.begin(), slot.end() - 1);
+  for (auto const& e : events)
+    if (bound[bucket(e)] > peak) scratch[fill[bucket(e)]++] = e;
+  std::sort(walk.begin(), walk.end(), [&](std::size_t x, std::size_t y) {
+    return bound[x] != bound[y] ? bound[x] > bound[y] : x < y;
+  });
+  for (auto k : walk) {
+    if (bound[k] <= peak) break;
+    auto from = scratch.begin() + slot[k], to = scratch.begin() + slot[k + 1];
+    std::sort(from, to, by_key);
+    now = before[k];
+    for (auto it = from; it != to; ++it)
+      peak = std::max(peak, now += it->bytes);
+  }
+  return peak;
 }
 
 // Memory over the simulated order, by the rule lower::output_lifetimes states (the runtime's
@@ -264,10 +299,7 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   }
   std::vector<MemoryEvent> scratch;
   for (std::size_t d = 0; d < devices; ++d) {
-    sort_events(events[d], scratch);
-    std::int64_t now = 0, peak = 0;
-    for (auto const& e : events[d])
-      peak = std::max(peak, now += e.bytes);
+    std::int64_t peak = peak_of(events[d], scratch);
     p.peak_memory_bytes.push_back(peak);
     std::int64_t capacity = c.devices()[d].memory.value();
     p.memory_capacity_bytes.push_back(capacity);
