@@ -465,12 +465,34 @@ struct Lowering::State {
       add_collectives(id, part, p);
       if (!rebuilt) continue;
       previous.resize(p.tasks.size());
-      if (!kept) continue;
+      // An emitted part's old tasks are still in the tail, unmoved; a part rebuilt as before (a
+      // weight's all-gather after its reader changed) keeps the ids of the tasks that did not
+      // change, so that delta simulation need not restart from the step's start.
+      TaskId old_end = pos + 1 < order.size() ? offset[order[pos + 1]] : keep + tail.size();
+      bool same_size = old_end - old == part.tasks.size();
       for (std::size_t i = 0; i < part.tasks.size(); ++i) {
         bool compute = is_op && i < pieces[id].size();
-        if (!(compute && waits_changed)) previous[offset[id] + i] = old + i;
+        TaskId now = offset[id] + static_cast<TaskId>(i);
+        if (kept && !(compute && waits_changed))
+          previous[now] = old + i;
+        else if (same_size && emit[id] && unchanged(p.tasks[now], tail[old - keep + i]))
+          previous[now] = old + i;
       }
     }
+  }
+
+  // Whether an emitted task is what an old one was (same content, dependencies mapped to its old
+  // ones), so that it keeps its timing and place in the old run.
+  bool unchanged(Task const& t, Task const& before) const {
+    bool same =
+        t.kind == before.kind && t.device == before.device &&
+        t.source_device == before.source_device && t.op == before.op && t.piece == before.piece &&
+        t.tensor == before.tensor && t.partial == before.partial && t.reducer == before.reducer &&
+        t.flops == before.flops && t.bytes == before.bytes && t.deps.size() == before.deps.size() &&
+        t.iteration == before.iteration && t.region == before.region;
+    for (std::size_t j = 0; same && j < t.deps.size(); ++j)
+      same = previous[t.deps[j]] == before.deps[j];
+    return same;
   }
 
   // Emits a part's collectives (its tasks already in p); a tensor part's all-gather that

@@ -17,6 +17,8 @@ struct OldProgram {
   std::vector<lower::CollectiveKind> kinds;        // per collective
   std::vector<std::size_t> sizes;                  // per collective: members
   std::vector<lower::TaskId> first_member;         // per collective
+  std::vector<Bytes> bytes;                        // per collective
+  std::vector<std::vector<int>> groups;            // per collective
 };
 
 OldProgram remember(lower::Program const& p) {
@@ -29,6 +31,8 @@ OldProgram remember(lower::Program const& p) {
     o.kinds.push_back(c.kind);
     o.sizes.push_back(c.members.size());
     o.first_member.push_back(c.members.front());
+    o.bytes.push_back(c.bytes);
+    o.groups.push_back(c.group);
   }
   return o;
 }
@@ -76,7 +80,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     auto first = prev[c.members.front()];
     if (!first) return lower::no_collective;
     auto oc = old.collective_of[*first];
-    if (oc == lower::no_collective || old.kinds[oc] != c.kind || old.sizes[oc] != c.members.size())
+    if (oc == lower::no_collective || old.kinds[oc] != c.kind ||
+        old.sizes[oc] != c.members.size() || old.bytes[oc] != c.bytes || old.groups[oc] != c.group)
       return lower::no_collective;
     for (auto m : c.members)
       if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
