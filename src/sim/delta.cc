@@ -58,7 +58,12 @@ void DeltaSimulator::simulate_all() {
   auto const& program = lowering_.program();
   costs_ = collective_costs(program, *cost_);
   timings_ = timings_of(program, *graph_, *cost_, costs_);
-  run_ = run_event_loop(program, timings_, resources_);
+  deps_.first.assign(1, 0);
+  for (auto const& t : program.tasks) {
+    deps_.deps.insert(deps_.deps.end(), t.deps.begin(), t.deps.end());
+    deps_.first.push_back(static_cast<std::uint32_t>(deps_.deps.size()));
+  }
+  run_ = run_event_loop(program, timings_, resources_, {}, &deps_);
   prediction_ = summarize(*graph_, program, *cost_, costs_, timings_, run_.result, samples_);
   work_ = {program.tasks.size(), program.tasks.size() + program.collectives.size(),
            run_.order.size(), 0};
@@ -102,6 +107,29 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       timings.tasks[i] = timing_of(t, *graph_, *cost_);
       ++work_.tasks_priced;
     }
+  }
+  // The dependency lists: a task that maps to an old one has the old one's, renumbered where
+  // those map too (a dependency may be a task that now waits for others: then the task's own list
+  // is read).
+  std::vector<lower::TaskId> new_task(old.tasks, no_node);
+  for (lower::TaskId i = 0; i < n; ++i)
+    if (prev[i]) new_task[*prev[i]] = i;
+  Dependencies deps;
+  deps.first.reserve(n + 1);
+  deps.deps.reserve(deps_.deps.size());
+  deps.first.push_back(0);
+  for (lower::TaskId i = 0; i < n; ++i) {
+    bool mapped = prev[i].has_value();
+    for (auto k = mapped ? deps_.first[*prev[i]] : 0; mapped && k < deps_.first[*prev[i] + 1];
+         ++k) {
+      mapped = new_task[deps_.deps[k]] != no_node;
+      deps.deps.push_back(new_task[deps_.deps[k]]);
+    }
+    if (!mapped) {
+      deps.deps.resize(deps.first.back());
+      deps.deps.insert(deps.deps.end(), p.tasks[i].deps.begin(), p.tasks[i].deps.end());
+    }
+    deps.first.push_back(static_cast<std::uint32_t>(deps.deps.size()));
   }
   std::vector<cost::CollectiveCost> costs(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
@@ -171,9 +199,10 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   }
   prefix.checkpoints = std::move(run_.checkpoints);
   work_.nodes_replayed = prefix.taken.size();
-  run_ = run_event_loop(p, timings, resources_, prefix);
+  run_ = run_event_loop(p, timings, resources_, prefix, &deps);
   work_.nodes = run_.order.size();
   timings_ = std::move(timings);
+  deps_ = std::move(deps);
   costs_ = std::move(costs);
   prediction_ = summarize(*graph_, p, *cost_, costs_, timings_, run_.result, samples_);
   return prediction_;

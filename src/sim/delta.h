@@ -47,6 +47,7 @@ class DeltaSimulator {
   std::vector<Resource> resources_;
   std::vector<cost::CollectiveCost> costs_;
   Timings timings_;
+  Dependencies deps_;
   Run run_;
   Prediction prediction_;
   Work work_;

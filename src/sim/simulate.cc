@@ -26,7 +26,7 @@ class Loop {
     free_at_.assign(resources.size(), 0.0);
   }
 
-  Run run(Prefix const& prefix, std::vector<Resource> const& resources) {
+  Run run(Prefix const& prefix, Dependencies const* deps, std::vector<Resource> const& resources) {
     auto const& tasks = program_.tasks;
     std::vector<bool> taken(nodes_, false);
     run_.ready.assign(nodes_, 0.0);
@@ -43,9 +43,9 @@ class Loop {
     for (lower::TaskId i = 0; i < n_; ++i) {
       NodeId u = node_of_[i];
       if (taken[u]) continue;
-      for (auto d : tasks[i].deps) {
+      auto edge = [&](lower::TaskId d) {
         NodeId v = node_of_[d];
-        if (u == v) continue;
+        if (u == v) return;
         if (taken[v]) {
           run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
         } else {
@@ -53,6 +53,13 @@ class Loop {
           ++first[v + 1];
           edges.emplace_back(u, v);
         }
+      };
+      if (deps) {
+        for (auto k = deps->first[i]; k < deps->first[i + 1]; ++k)
+          edge(deps->deps[k]);
+      } else {
+        for (auto d : tasks[i].deps)
+          edge(d);
       }
     }
     for (std::size_t v = 0; v < nodes_; ++v)
@@ -208,8 +215,11 @@ class Loop {
 }  // namespace
 
 Run run_event_loop(lower::Program const& program, Timings const& timings,
-                   std::vector<Resource> const& resources, Prefix const& prefix) {
-  return Loop(program, timings, resources).run(prefix, resources);
+                   std::vector<Resource> const& resources, Prefix const& prefix,
+                   Dependencies const* deps) {
+  CLEAVE_ASSERT(!deps || deps->first.size() == program.tasks.size() + 1,
+                "one dependency range per task");
+  return Loop(program, timings, resources).run(prefix, deps, resources);
 }
 
 SimResult simulate(lower::Program const& program, Timings const& timings,
