@@ -58,13 +58,16 @@ void DeltaSimulator::simulate_all() {
   auto const& program = lowering_.program();
   costs_ = collective_costs(program, *cost_);
   timings_ = timings_of(program, *graph_, *cost_, costs_);
-  deps_.first.assign(1, 0);
+  auto& deps = index_.deps;
+  deps.first.assign(1, 0);
   for (auto const& t : program.tasks) {
-    deps_.deps.insert(deps_.deps.end(), t.deps.begin(), t.deps.end());
-    deps_.first.push_back(static_cast<std::uint32_t>(deps_.deps.size()));
+    deps.deps.insert(deps.deps.end(), t.deps.begin(), t.deps.end());
+    deps.first.push_back(static_cast<std::uint32_t>(deps.deps.size()));
+    index_.output_bytes.push_back(output_bytes(*graph_, t));
   }
-  run_ = run_event_loop(program, timings_, resources_, {}, &deps_);
-  prediction_ = summarize(*graph_, program, *cost_, costs_, timings_, run_.result, samples_);
+  run_ = run_event_loop(program, timings_, resources_, {}, &deps);
+  prediction_ =
+      summarize(*graph_, program, *cost_, costs_, timings_, run_.result, samples_, &index_);
   work_ = {program.tasks.size(), program.tasks.size() + program.collectives.size(),
            run_.order.size(), 0};
 }
@@ -108,22 +111,27 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       ++work_.tasks_priced;
     }
   }
-  // The dependency lists: a task that maps to an old one has the old one's, renumbered where
-  // those map too (a dependency may be a task that now waits for others: then the task's own list
-  // is read).
+  // The task index: a task that maps to an old one has the old one's size, and its dependency
+  // list renumbered where those map too (a dependency may be a task that now waits for others:
+  // then the task's own list is read).
   std::vector<lower::TaskId> new_task(old.tasks, no_node);
   for (lower::TaskId i = 0; i < n; ++i)
     if (prev[i]) new_task[*prev[i]] = i;
-  Dependencies deps;
+  TaskIndex index;
+  auto& deps = index.deps;
+  auto const& old_deps = index_.deps;
   deps.first.reserve(n + 1);
-  deps.deps.reserve(deps_.deps.size());
+  deps.deps.reserve(old_deps.deps.size());
   deps.first.push_back(0);
+  index.output_bytes.reserve(n);
   for (lower::TaskId i = 0; i < n; ++i) {
     bool mapped = prev[i].has_value();
-    for (auto k = mapped ? deps_.first[*prev[i]] : 0; mapped && k < deps_.first[*prev[i] + 1];
+    index.output_bytes.push_back(mapped ? index_.output_bytes[*prev[i]]
+                                        : output_bytes(*graph_, p.tasks[i]));
+    for (auto k = mapped ? old_deps.first[*prev[i]] : 0; mapped && k < old_deps.first[*prev[i] + 1];
          ++k) {
-      mapped = new_task[deps_.deps[k]] != no_node;
-      deps.deps.push_back(new_task[deps_.deps[k]]);
+      mapped = new_task[old_deps.deps[k]] != no_node;
+      deps.deps.push_back(new_task[old_deps.deps[k]]);
     }
     if (!mapped) {
       deps.deps.resize(deps.first.back());
@@ -202,9 +210,9 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   run_ = run_event_loop(p, timings, resources_, prefix, &deps);
   work_.nodes = run_.order.size();
   timings_ = std::move(timings);
-  deps_ = std::move(deps);
+  index_ = std::move(index);
   costs_ = std::move(costs);
-  prediction_ = summarize(*graph_, p, *cost_, costs_, timings_, run_.result, samples_);
+  prediction_ = summarize(*graph_, p, *cost_, costs_, timings_, run_.result, samples_, &index_);
   return prediction_;
 }
 

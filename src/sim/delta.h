@@ -47,7 +47,7 @@ class DeltaSimulator {
   std::vector<Resource> resources_;
   std::vector<cost::CollectiveCost> costs_;
   Timings timings_;
-  Dependencies deps_;
+  TaskIndex index_;
   Run run_;
   Prediction prediction_;
   Work work_;

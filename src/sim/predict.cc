@@ -126,6 +126,10 @@ Timings timings_of(lower::Program const& program, ir::Graph const& graph,
   return out;
 }
 
+std::int64_t output_bytes(ir::Graph const& graph, lower::Task const& task) {
+  return tdl::box_volume(task.region) * ir::dtype_bytes(graph.tensor(task.tensor).type.dtype);
+}
+
 namespace {
 
 using Interval = std::pair<double, double>;
@@ -268,7 +272,7 @@ std::int64_t peak_of(std::vector<MemoryEvent> const& events, std::vector<MemoryE
 // swap-out frees its region when it ends, in place of the block it copies. Computed inline rather
 // than through output_lifetimes' per-task reader lists: summarize runs after every delta.
 void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& program,
-                cluster::Cluster const& c) {
+                cluster::Cluster const& c, TaskIndex const* index) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   auto const& tasks = program.tasks;
   std::vector<std::vector<MemoryEvent>> events(devices);
@@ -282,7 +286,7 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   std::vector<bool> swapped(tasks.size(), false);
   for (std::size_t i = tasks.size(); i-- > 0;) {
     auto const& t = tasks[i];
-    std::int64_t size = bytes_of(graph, t.tensor, t.region);
+    std::int64_t size = index ? index->output_bytes[i] : output_bytes(graph, t);
     auto& on = events[static_cast<std::size_t>(t.device)];
     if (t.kind == lower::TaskKind::swap_out) {
       on.push_back(memory_event(p.sim.spans[i].end, size, false));
@@ -290,11 +294,19 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
       on.push_back(memory_event(p.sim.spans[i].start, size, true));
       if (last_use[i] >= 0 && !swapped[i]) on.push_back(memory_event(last_use[i], size, false));
     }
-    for (auto dep : t.deps) {
+    auto read = [&](lower::TaskId dep) {
       last_use[dep] = std::max(last_use[dep], p.sim.spans[i].end);
       bool copied = t.kind == lower::TaskKind::swap_out && tasks[dep].device == t.device &&
                     tasks[dep].tensor == t.tensor;
       if (copied) swapped[dep] = true;
+    };
+    if (index) {
+      auto const& d = index->deps;
+      for (auto k = d.first[i]; k < d.first[i + 1]; ++k)
+        read(d.deps[k]);
+    } else {
+      for (auto dep : t.deps)
+        read(dep);
     }
   }
   std::vector<MemoryEvent> scratch;
@@ -312,7 +324,8 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
 Prediction summarize(ir::Graph const& graph, lower::Program const& program,
                      cost::CostModel const& cost,
                      std::vector<cost::CollectiveCost> const& collective_costs,
-                     Timings const& timings, SimResult sim, std::int64_t samples_per_step) {
+                     Timings const& timings, SimResult sim, std::int64_t samples_per_step,
+                     TaskIndex const* index) {
   auto const& c = cost.cluster();
   auto resources = resources_of(c);
   Prediction p;
@@ -358,7 +371,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   }
   for (std::size_t ch = 0; ch < per_channel.size(); ++ch)
     if (used[ch]) p.link_bytes.push_back({resources[links_from + ch].name, per_channel[ch]});
-  add_memory(p, graph, program, c);
+  add_memory(p, graph, program, c, index);
   return p;
 }
 

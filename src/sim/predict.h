@@ -67,10 +67,22 @@ struct Prediction {
 Prediction predict(ir::Graph const& graph, lower::Program const& program,
                    cost::CostModel const& cost, std::int64_t samples_per_step);
 
-// The figures of a simulated program (what predict() reports after simulating).
+// The bytes of the region a task writes or moves.
+std::int64_t output_bytes(ir::Graph const& graph, lower::Task const& task);
+
+// Per-task facts that delta simulation carries from one change to the next (renumbered), so that
+// the event loop and summarize() need not read every task again.
+struct TaskIndex {
+  Dependencies deps;
+  std::vector<std::int64_t> output_bytes;  // per task
+};
+
+// The figures of a simulated program (what predict() reports after simulating). With `index`,
+// the tasks' dependencies and sizes are read there (they must be the program's).
 Prediction summarize(ir::Graph const& graph, lower::Program const& program,
                      cost::CostModel const& cost,
                      std::vector<cost::CollectiveCost> const& collective_costs,
-                     Timings const& timings, SimResult sim, std::int64_t samples_per_step);
+                     Timings const& timings, SimResult sim, std::int64_t samples_per_step,
+                     TaskIndex const* index = nullptr);
 
 }  // namespace cleave::sim
