@@ -24,9 +24,10 @@ struct OldProgram {
 OldProgram remember(lower::Program const& p) {
   OldProgram o;
   o.tasks = p.tasks.size();
-  o.collective_of.reserve(p.tasks.size());
-  for (auto const& t : p.tasks)
-    o.collective_of.push_back(t.collective);
+  o.collective_of.assign(p.tasks.size(), lower::no_collective);
+  for (lower::CollectiveId c = 0; c < p.collectives.size(); ++c)
+    for (auto m : p.collectives[c].members)
+      o.collective_of[m] = c;
   for (auto const& c : p.collectives) {
     o.kinds.push_back(c.kind);
     o.sizes.push_back(c.members.size());
@@ -97,17 +98,22 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   };
   Timings timings;
   timings.tasks.resize(n);
-  std::vector<NodeId> node_of(n);  // per task: its node; read below without touching the tasks
+  // Per task its node, from the collectives' member lists; the tasks themselves are read only
+  // where they are new.
+  std::vector<NodeId> node_of(n);
+  for (lower::TaskId i = 0; i < n; ++i)
+    node_of[i] = i;
+  for (std::size_t c = 0; c < p.collectives.size(); ++c)
+    for (auto m : p.collectives[c].members)
+      node_of[m] = static_cast<NodeId>(n + c);
   for (lower::TaskId i = 0; i < n; ++i) {
-    auto const& t = p.tasks[i];
-    node_of[i] = t.collective == lower::no_collective ? i : static_cast<NodeId>(n + t.collective);
-    if (t.collective != lower::no_collective) continue;  // members take no timing of their own
+    if (node_of[i] != i) continue;  // members take no timing of their own
     if (prev[i] && old.collective_of[*prev[i]] == lower::no_collective) {
       old_of[i] = *prev[i];
       new_of[*prev[i]] = i;
       timings.tasks[i] = std::move(timings_.tasks[*prev[i]]);
     } else {
-      timings.tasks[i] = timing_of(t, *graph_, *cost_);
+      timings.tasks[i] = timing_of(p.tasks[i], *graph_, *cost_);
       ++work_.tasks_priced;
     }
   }
