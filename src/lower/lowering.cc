@@ -416,10 +416,22 @@ struct Lowering::State {
       p.collectives.resize(first_collective[order[start]]);
       p.initial.resize(first_initial[order[start]]);
     }
-    std::vector<Task> tail(std::make_move_iterator(p.tasks.begin() + keep),
-                           std::make_move_iterator(p.tasks.end()));
-    p.tasks.resize(keep);
-    std::vector<TaskId> moved(tail.size(), 0);  // old id - keep -> new id (parts not rebuilt)
+    // The old tasks from id `from` on, out of the program: the ones after `keep`, or all of them
+    // (the kept ones then moved back) where that moves fewer tasks.
+    std::vector<Task> tail;
+    TaskId from = keep;
+    if (keep < p.tasks.size() / 2) {
+      tail.swap(p.tasks);
+      from = 0;
+      p.tasks.reserve(tail.size() + tail.size() / 8);
+      p.tasks.insert(p.tasks.end(), std::make_move_iterator(tail.begin()),
+                     std::make_move_iterator(tail.begin() + keep));
+    } else {
+      tail.assign(std::make_move_iterator(p.tasks.begin() + keep),
+                  std::make_move_iterator(p.tasks.end()));
+      p.tasks.resize(keep);
+    }
+    std::vector<TaskId> moved(tail.size() + from - keep, 0);  // old id - keep -> new id
     if (rebuilt) {
       previous.assign(keep, std::nullopt);
       for (TaskId i = 0; i < keep; ++i)
@@ -451,11 +463,10 @@ struct Lowering::State {
         if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt, resolve);
       } else {
         for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-          Task task = std::move(tail[old - keep + i]);
+          Task& task = p.tasks.emplace_back(std::move(tail[old - from + i]));
           task.collective = no_collective;
           for (auto& d : task.deps)
             if (d >= keep) d = moved[d - keep];
-          p.tasks.push_back(std::move(task));
         }
       }
       if (!is_op) {
@@ -468,14 +479,14 @@ struct Lowering::State {
       // An emitted part's old tasks are still in the tail, unmoved; a part rebuilt as before (a
       // weight's all-gather after its reader changed) keeps the ids of the tasks that did not
       // change, so that delta simulation need not restart from the step's start.
-      TaskId old_end = pos + 1 < order.size() ? offset[order[pos + 1]] : keep + tail.size();
+      TaskId old_end = pos + 1 < order.size() ? offset[order[pos + 1]] : from + tail.size();
       bool same_size = old_end - old == part.tasks.size();
       for (std::size_t i = 0; i < part.tasks.size(); ++i) {
         bool compute = is_op && i < pieces[id].size();
         TaskId now = offset[id] + static_cast<TaskId>(i);
         if (kept && !(compute && waits_changed))
           previous[now] = old + i;
-        else if (same_size && emit[id] && unchanged(p.tasks[now], tail[old - keep + i]))
+        else if (same_size && emit[id] && unchanged(p.tasks[now], tail[old - from + i]))
           previous[now] = old + i;
       }
     }
