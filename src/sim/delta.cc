@@ -59,14 +59,8 @@ void DeltaSimulator::simulate_all() {
   auto const& program = lowering_.program();
   costs_ = collective_costs(program, *cost_);
   timings_ = timings_of(program, *graph_, *cost_, costs_);
-  auto& deps = index_.deps;
-  deps.first.assign(1, 0);
-  for (auto const& t : program.tasks) {
-    deps.deps.insert(deps.deps.end(), t.deps.begin(), t.deps.end());
-    deps.first.push_back(static_cast<std::uint32_t>(deps.deps.size()));
-    index_.output_bytes.push_back(output_bytes(*graph_, t));
-  }
-  run_ = run_event_loop(program, timings_, resources_, {}, &deps);
+  index_ = index_of(*graph_, program);
+  run_ = run_event_loop(program, timings_, resources_, {}, &index_.deps);
   prediction_ =
       summarize(*graph_, program, *cost_, costs_, timings_, run_.result, samples_, &index_);
   work_ = {program.tasks.size(), program.tasks.size() + program.collectives.size(),
@@ -117,9 +111,9 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       ++work_.tasks_priced;
     }
   }
-  // The task index: a task that maps to an old one has the old one's size, and its dependency
-  // list renumbered where those map too (a dependency may be a task that now waits for others:
-  // then the task's own list is read).
+  // The task index: a task that maps to an old one has the old one's facts (but maybe another
+  // collective), and its dependency list renumbered where those map too (a dependency may be a
+  // task that now waits for others: then the task's own list is read).
   std::vector<lower::TaskId> new_task(old.tasks, no_node);
   for (lower::TaskId i = 0; i < n; ++i)
     if (prev[i]) new_task[*prev[i]] = i;
@@ -129,11 +123,11 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   deps.first.reserve(n + 1);
   deps.deps.reserve(old_deps.deps.size());
   deps.first.push_back(0);
-  index.output_bytes.reserve(n);
+  index.facts.reserve(n);
   for (lower::TaskId i = 0; i < n; ++i) {
     bool mapped = prev[i].has_value();
-    index.output_bytes.push_back(mapped ? index_.output_bytes[*prev[i]]
-                                        : output_bytes(*graph_, p.tasks[i]));
+    index.facts.push_back(mapped ? index_.facts[*prev[i]] : facts_of(*graph_, p.tasks[i]));
+    index.facts.back().member = node_of[i] != i;
     for (auto k = mapped ? old_deps.first[*prev[i]] : 0; mapped && k < old_deps.first[*prev[i] + 1];
          ++k) {
       mapped = new_task[old_deps.deps[k]] != no_node;

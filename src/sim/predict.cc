@@ -28,8 +28,8 @@ cluster::DeviceId device_id(int d) {
 
 // The link directions a task moves its bytes over: a transfer's route; a host copy's host route,
 // device to host for a swap-out and back for a swap-in.
-template <typename Visit>
-void for_each_channel(lower::Task const& t, cluster::Cluster const& c, Visit const& visit) {
+template <typename TaskLike, typename Visit>
+void for_each_channel(TaskLike const& t, cluster::Cluster const& c, Visit const& visit) {
   if (t.kind == lower::TaskKind::transfer) {
     for (auto const& hop : c.route(device_id(t.source_device), device_id(t.device)).hops)
       visit(hop.channel());
@@ -52,8 +52,8 @@ cost::CollectiveKind cost_kind(lower::CollectiveKind kind) {
   return cost::CollectiveKind::all_gather;
 }
 
-bool is_swap(lower::Task const& t) {
-  return t.kind == lower::TaskKind::swap_out || t.kind == lower::TaskKind::swap_in;
+bool is_swap(lower::TaskKind kind) {
+  return kind == lower::TaskKind::swap_out || kind == lower::TaskKind::swap_in;
 }
 
 }  // namespace
@@ -63,7 +63,7 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
   auto const& c = cost.cluster();
   auto dev = device_id(t.device);
   TaskTiming timing;
-  if (t.kind == lower::TaskKind::transfer || is_swap(t)) {
+  if (t.kind == lower::TaskKind::transfer || is_swap(t.kind)) {
     timing.seconds = t.kind == lower::TaskKind::transfer
                          ? cost.transfer(t.bytes, device_id(t.source_device), dev).value()
                          : cost.host_transfer(t.bytes, dev).value();
@@ -126,8 +126,26 @@ Timings timings_of(lower::Program const& program, ir::Graph const& graph,
   return out;
 }
 
-std::int64_t output_bytes(ir::Graph const& graph, lower::Task const& task) {
-  return tdl::box_volume(task.region) * ir::dtype_bytes(graph.tensor(task.tensor).type.dtype);
+TaskFacts facts_of(ir::Graph const& graph, lower::Task const& t) {
+  return {t.kind,
+          t.collective != lower::no_collective,
+          t.device,
+          t.source_device,
+          t.bytes.value(),
+          tdl::box_volume(t.region) * ir::dtype_bytes(graph.tensor(t.tensor).type.dtype)};
+}
+
+TaskIndex index_of(ir::Graph const& graph, lower::Program const& program) {
+  TaskIndex index;
+  index.facts.reserve(program.tasks.size());
+  index.deps.first.reserve(program.tasks.size() + 1);
+  index.deps.first.push_back(0);
+  for (auto const& t : program.tasks) {
+    index.facts.push_back(facts_of(graph, t));
+    index.deps.deps.insert(index.deps.deps.end(), t.deps.begin(), t.deps.end());
+    index.deps.first.push_back(static_cast<std::uint32_t>(index.deps.deps.size()));
+  }
+  return index;
 }
 
 namespace {
@@ -155,7 +173,7 @@ std::int64_t bytes_of(ir::Graph const& g, ir::TensorId t, tdl::Box const& region
   return tdl::box_volume(region) * ir::dtype_bytes(g.tensor(t).type.dtype);
 }
 
-void add_breakdown(Prediction& p, lower::Program const& program) {
+void add_breakdown(Prediction& p, lower::Program const& program, TaskIndex const& index) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   if (devices == 0) return;
   // Only the critical device (the one computing longest) is broken down.
@@ -165,13 +183,13 @@ void add_breakdown(Prediction& p, lower::Program const& program) {
       critical = static_cast<int>(d);
   // Its computing, the data it receives in flight, its host copies in flight.
   std::vector<Interval> busy, incoming, swaps;
-  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
-    auto const& t = program.tasks[i];
-    if (t.device != critical || t.collective != lower::no_collective) continue;
+  for (std::size_t i = 0; i < index.facts.size(); ++i) {
+    auto const& t = index.facts[i];
+    if (t.device != critical || t.member) continue;
     Interval span{p.sim.spans[i].start, p.sim.spans[i].end};
     if (t.kind == lower::TaskKind::transfer)
       incoming.push_back(span);
-    else if (is_swap(t))
+    else if (is_swap(t.kind))
       swaps.push_back(span);
     else
       busy.push_back(span);
@@ -272,7 +290,7 @@ std::int64_t peak_of(std::vector<MemoryEvent> const& events, std::vector<MemoryE
 // swap-out frees its region when it ends, in place of the block it copies. Computed inline rather
 // than through output_lifetimes' per-task reader lists: summarize runs after every delta.
 void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& program,
-                cluster::Cluster const& c, TaskIndex const* index) {
+                cluster::Cluster const& c, TaskIndex const& index) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   auto const& tasks = program.tasks;
   std::vector<std::vector<MemoryEvent>> events(devices);
@@ -285,28 +303,21 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   std::vector<double> last_use(tasks.size(), -1);
   std::vector<bool> swapped(tasks.size(), false);
   for (std::size_t i = tasks.size(); i-- > 0;) {
-    auto const& t = tasks[i];
-    std::int64_t size = index ? index->output_bytes[i] : output_bytes(graph, t);
+    auto const& t = index.facts[i];
     auto& on = events[static_cast<std::size_t>(t.device)];
     if (t.kind == lower::TaskKind::swap_out) {
-      on.push_back(memory_event(p.sim.spans[i].end, size, false));
+      on.push_back(memory_event(p.sim.spans[i].end, t.output_bytes, false));
     } else {
-      on.push_back(memory_event(p.sim.spans[i].start, size, true));
-      if (last_use[i] >= 0 && !swapped[i]) on.push_back(memory_event(last_use[i], size, false));
+      on.push_back(memory_event(p.sim.spans[i].start, t.output_bytes, true));
+      if (last_use[i] >= 0 && !swapped[i])
+        on.push_back(memory_event(last_use[i], t.output_bytes, false));
     }
-    auto read = [&](lower::TaskId dep) {
+    for (auto k = index.deps.first[i]; k < index.deps.first[i + 1]; ++k) {
+      auto dep = index.deps.deps[k];
       last_use[dep] = std::max(last_use[dep], p.sim.spans[i].end);
       bool copied = t.kind == lower::TaskKind::swap_out && tasks[dep].device == t.device &&
-                    tasks[dep].tensor == t.tensor;
+                    tasks[dep].tensor == tasks[i].tensor;
       if (copied) swapped[dep] = true;
-    };
-    if (index) {
-      auto const& d = index->deps;
-      for (auto k = d.first[i]; k < d.first[i + 1]; ++k)
-        read(d.deps[k]);
-    } else {
-      for (auto dep : t.deps)
-        read(dep);
     }
   }
   std::vector<MemoryEvent> scratch;
@@ -326,6 +337,11 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
                      std::vector<cost::CollectiveCost> const& collective_costs,
                      Timings const& timings, SimResult sim, std::int64_t samples_per_step,
                      TaskIndex const* index) {
+  TaskIndex own;
+  if (!index) {
+    own = index_of(graph, program);
+    index = &own;
+  }
   auto const& c = cost.cluster();
   auto resources = resources_of(c);
   Prediction p;
@@ -333,7 +349,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   p.step_time_s = p.sim.step_seconds;
   p.samples_per_s = p.step_time_s > 0 ? static_cast<double>(samples_per_step) / p.step_time_s : 0;
   p.device_compute_s = p.sim.compute_seconds;
-  add_breakdown(p, program);
+  add_breakdown(p, program, *index);
   std::size_t links_from = c.num_devices();  // resources: compute streams, then link directions
   for (std::size_t r = links_from; r < resources.size(); ++r)
     p.breakdown.comm_s = std::max(p.breakdown.comm_s, p.sim.busy_seconds[r]);
@@ -346,17 +362,16 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
     per_channel[channel] += bytes;
     used[channel] = true;
   };
-  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
-    auto const& t = program.tasks[i];
-    if (t.kind == lower::TaskKind::compute ||
-        (t.kind == lower::TaskKind::reduce && t.collective == lower::no_collective)) {
+  for (std::size_t i = 0; i < index->facts.size(); ++i) {
+    auto const& t = index->facts[i];
+    if (t.kind == lower::TaskKind::compute || (t.kind == lower::TaskKind::reduce && !t.member)) {
       ++p.priced_tasks;
       p.measured_tasks += timings.tasks[i].measured ? 1 : 0;
     }
-    if (t.kind == lower::TaskKind::transfer) p.comm_bytes += t.bytes.value();
-    if (is_swap(t)) p.swap_bytes += t.bytes.value();
-    if (t.collective != lower::no_collective) continue;
-    for_each_channel(t, c, [&](std::size_t channel) { add_traffic(channel, t.bytes.value()); });
+    if (t.kind == lower::TaskKind::transfer) p.comm_bytes += t.bytes;
+    if (is_swap(t.kind)) p.swap_bytes += t.bytes;
+    if (t.member) continue;
+    for_each_channel(t, c, [&](std::size_t channel) { add_traffic(channel, t.bytes); });
   }
   for (std::size_t i = 0; i < program.collectives.size(); ++i) {
     auto const& col = program.collectives[i];
@@ -371,7 +386,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   }
   for (std::size_t ch = 0; ch < per_channel.size(); ++ch)
     if (used[ch]) p.link_bytes.push_back({resources[links_from + ch].name, per_channel[ch]});
-  add_memory(p, graph, program, c, index);
+  add_memory(p, graph, program, c, *index);
   return p;
 }
 

@@ -67,18 +67,28 @@ struct Prediction {
 Prediction predict(ir::Graph const& graph, lower::Program const& program,
                    cost::CostModel const& cost, std::int64_t samples_per_step);
 
-// The bytes of the region a task writes or moves.
-std::int64_t output_bytes(ir::Graph const& graph, lower::Task const& task);
-
-// Per-task facts that delta simulation carries from one change to the next (renumbered), so that
-// the event loop and summarize() need not read every task again.
-struct TaskIndex {
-  Dependencies deps;
-  std::vector<std::int64_t> output_bytes;  // per task
+// Per task, what summarize() reads of it, kept compact: a Task is ~140 bytes with three lists
+// on the heap, and reading every task three times was most of summarize's time.
+struct TaskFacts {
+  lower::TaskKind kind = lower::TaskKind::compute;
+  bool member = false;  // of a collective
+  int device = 0;
+  int source_device = -1;
+  std::int64_t bytes = 0;         // Task::bytes
+  std::int64_t output_bytes = 0;  // of the region it writes or moves
 };
+TaskFacts facts_of(ir::Graph const& graph, lower::Task const& task);
 
-// The figures of a simulated program (what predict() reports after simulating). With `index`,
-// the tasks' dependencies and sizes are read there (they must be the program's).
+// The program's tasks as the event loop and summarize() read them. Delta simulation carries the
+// index from one change to the next (renumbered) instead of reading every task again.
+struct TaskIndex {
+  std::vector<TaskFacts> facts;  // per task
+  Dependencies deps;
+};
+TaskIndex index_of(ir::Graph const& graph, lower::Program const& program);
+
+// The figures of a simulated program (what predict() reports after simulating). With `index`
+// (the program's), the tasks are read there.
 Prediction summarize(ir::Graph const& graph, lower::Program const& program,
                      cost::CostModel const& cost,
                      std::vector<cost::CollectiveCost> const& collective_costs,
