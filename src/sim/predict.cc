@@ -225,64 +225,58 @@ MemoryEvent memory_event(double time, std::int64_t bytes, bool alloc) {
   return {(bits << 1) | (alloc ? 1U : 0U), alloc ? bytes : -bytes};
 }
 
-// The peak of the running sum of events taken in key order, without sorting them all: the events
-// are bucketed by time (buckets in key order), which gives the running sum at every bucket's end;
-// within a bucket the sum never rises above its value before the bucket plus the bucket's
-// allocations. Only buckets where that bound exceeds the best sum found so far are sorted and
-// walked, highest bound first. A radix sort of every event took most of summarize() (which runs
-// after every delta).
-std::int64_t peak_of(std::vector<MemoryEvent> const& events, std::vector<MemoryEvent>& scratch) {
-  if (events.empty()) return 0;
-  auto by_key = [](MemoryEvent const& x, MemoryEvent const& y) { return x.key < y.key; };
-  auto [lo, hi] = std::minmax_element(events.begin(), events.end(), by_key);
-  // Buckets of equal length in time (rounding keeps the bucket of a later time no lower), about
-  // four events to a bucket.
-  auto time = [](MemoryEvent const& e) { return std::bit_cast<double>(e.key >> 1); };
-  std::size_t buckets = events.size() / 4 + 1;
-  double first = time(*lo), span = time(*hi) - first;
-  double scale = span > 0 ? static_cast<double>(buckets - 1) / span : 0;
-  auto bucket = [&](MemoryEvent const& e) {
-    return std::min(buckets - 1, static_cast<std::size_t>((time(e) - first) * scale));
-  };
-  std::vector<std::int64_t> sum(buckets, 0), bound(buckets, 0);
-  for (auto const& e : events) {
-    sum[bucket(e)] += e.bytes;
-    bound[bucket(e)] += std::max<std::int64_t>(e.bytes, 0);
+// A device's memory events, and per time bucket (buckets of equal length over the step, in key
+// order) their sum and their allocations, accumulated as events are added. The running sum at
+// every bucket's end follows from the sums; within a bucket the sum never rises above its value
+// before the bucket plus the bucket's allocations, so only the few buckets where that bound
+// exceeds the best sum at a bucket's end are sorted and walked. (A radix sort of every event took
+// most of summarize(), which runs after every delta.)
+class MemoryEvents {
+ public:
+  MemoryEvents(std::size_t buckets, double step_seconds)
+      : sum_(buckets, 0), allocs_(buckets, 0),
+        scale_(step_seconds > 0 ? static_cast<double>(buckets - 1) / step_seconds : 0) {}
+
+  void add(double time, std::int64_t bytes, bool alloc) {
+    auto e = memory_event(time, bytes, alloc);
+    events_.push_back(e);
+    sum_[bucket(e)] += e.bytes;
+    if (alloc) allocs_[bucket(e)] += bytes;
   }
-  std::vector<std::int64_t> before(buckets);
-  std::int64_t now = 0, peak = 0;
-  for (std::size_t k = 0; k < buckets; ++k) {
-    before[k] = now;
-    bound[k] += now;
-    peak = std::max(peak, now += sum[k]);
+
+  std::int64_t peak(std::vector<MemoryEvent>& scratch) const {
+    std::size_t buckets = sum_.size();
+    std::vector<std::int64_t> before(buckets);
+    std::int64_t now = 0, peak = 0;
+    for (std::size_t k = 0; k < buckets; ++k) {
+      before[k] = now;
+      peak = std::max(peak, now += sum_[k]);
+    }
+    auto may_rise = [&](std::size_t k) { return before[k] + allocs_[k] > peak; };
+    scratch.clear();
+    for (auto const& e : events_)
+      if (may_rise(bucket(e))) scratch.push_back(e);
+    std::sort(scratch.begin(), scratch.end(),
+              [](MemoryEvent const& x, MemoryEvent const& y) { return x.key < y.key; });
+    for (std::size_t i = 0; i < scratch.size(); ++i) {
+      std::size_t k = bucket(scratch[i]);
+      if (i == 0 || k != bucket(scratch[i - 1])) now = before[k];
+      peak = std::max(peak, now += scratch[i].bytes);
+    }
+    return peak;
   }
-  // The buckets that may hold a higher sum, and their events grouped by bucket.
-  std::vector<std::size_t> walk;
-  std::vector<std::uint32_t> slot(buckets + 1, 0);
-  for (std::size_t k = 0; k < buckets; ++k)
-    if (bound[k] > peak) walk.push_back(k);
-  if (walk.empty()) return peak;
-  for (auto const& e : events)
-    if (bound[bucket(e)] > peak) ++slot[bucket(e) + 1];
-  for (std::size_t k = 0; k < buckets; ++k)
-    slot[k + 1] += slot[k];
-  scratch.resize(slot[buckets]);
-  std::vector<std::uint32_t> fill(slot.begin(), slot.end() - 1);
-  for (auto const& e : events)
-    if (bound[bucket(e)] > peak) scratch[fill[bucket(e)]++] = e;
-  std::sort(walk.begin(), walk.end(), [&](std::size_t x, std::size_t y) {
-    return bound[x] != bound[y] ? bound[x] > bound[y] : x < y;
-  });
-  for (auto k : walk) {
-    if (bound[k] <= peak) break;
-    auto from = scratch.begin() + slot[k], to = scratch.begin() + slot[k + 1];
-    std::sort(from, to, by_key);
-    now = before[k];
-    for (auto it = from; it != to; ++it)
-      peak = std::max(peak, now += it->bytes);
+
+ private:
+  // Rounding keeps the bucket of a later time no lower; times beyond the step (none) go last.
+  std::size_t bucket(MemoryEvent const& e) const {
+    double time = std::bit_cast<double>(e.key >> 1);
+    return std::min(sum_.size() - 1, static_cast<std::size_t>(time * scale_));
   }
-  return peak;
-}
+
+  std::vector<MemoryEvent> events_;
+  std::vector<std::int64_t> sum_, allocs_;  // per bucket
+  double scale_;
+};
 
 // Memory over the simulated order, by the rule lower::output_lifetimes states (the runtime's
 // arenas free blocks by the same rule): blocks held before the step persist; a task's output lives
@@ -293,10 +287,12 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
                 cluster::Cluster const& c, TaskIndex const& index) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   auto const& tasks = program.tasks;
-  std::vector<std::vector<MemoryEvent>> events(devices);
+  // About four events to a bucket.
+  std::size_t buckets =
+      (2 * tasks.size() + program.initial.size()) / (4 * std::max<std::size_t>(devices, 1)) + 1;
+  std::vector<MemoryEvents> events(devices, MemoryEvents(buckets, p.sim.step_seconds));
   for (auto const& b : program.initial)
-    events[static_cast<std::size_t>(b.device)].push_back(
-        memory_event(0.0, bytes_of(graph, b.tensor, b.region), true));
+    events[static_cast<std::size_t>(b.device)].add(0.0, bytes_of(graph, b.tensor, b.region), true);
   // One pass from the last task back: a task's readers come after it, so its last use and
   // whether a swap-out copies it are known when it is reached. (The events' order before sorting
   // does not matter.)
@@ -306,11 +302,10 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
     auto const& t = index.facts[i];
     auto& on = events[static_cast<std::size_t>(t.device)];
     if (t.kind == lower::TaskKind::swap_out) {
-      on.push_back(memory_event(p.sim.spans[i].end, t.output_bytes, false));
+      on.add(p.sim.spans[i].end, t.output_bytes, false);
     } else {
-      on.push_back(memory_event(p.sim.spans[i].start, t.output_bytes, true));
-      if (last_use[i] >= 0 && !swapped[i])
-        on.push_back(memory_event(last_use[i], t.output_bytes, false));
+      on.add(p.sim.spans[i].start, t.output_bytes, true);
+      if (last_use[i] >= 0 && !swapped[i]) on.add(last_use[i], t.output_bytes, false);
     }
     for (auto k = index.deps.first[i]; k < index.deps.first[i + 1]; ++k) {
       auto dep = index.deps.deps[k];
@@ -322,7 +317,7 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   }
   std::vector<MemoryEvent> scratch;
   for (std::size_t d = 0; d < devices; ++d) {
-    std::int64_t peak = peak_of(events[d], scratch);
+    std::int64_t peak = events[d].peak(scratch);
     p.peak_memory_bytes.push_back(peak);
     std::int64_t capacity = c.devices()[d].memory.value();
     p.memory_capacity_bytes.push_back(capacity);
