@@ -61,8 +61,8 @@ void DeltaSimulator::simulate_all() {
   timings_ = timings_of(program, *graph_, *cost_, costs_);
   index_ = index_of(*graph_, program);
   run_ = run_event_loop(program, timings_, resources_, {}, &index_.deps);
-  prediction_ =
-      summarize(*graph_, program, *cost_, costs_, timings_, run_.result, samples_, &index_);
+  prediction_ = summarize(*graph_, program, *cost_, costs_, timings_, std::move(run_.result),
+                          samples_, &index_);
   work_ = {program.tasks.size(), program.tasks.size() + program.collectives.size(),
            run_.order.size(), 0};
 }
@@ -158,8 +158,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   // bound of the new ready time of every new node: the latest of its dependencies' lower bounds
   // (new nodes) or old ready times (others; their old end where that is before a first bound).
   auto old_span = [&](NodeId v) {
-    return v < old.tasks ? run_.result.spans[v]
-                         : run_.result.spans[old.first_member[v - old.tasks]];
+    auto const& spans = prediction_.sim.spans;  // the old run's (its result moved there)
+    return v < old.tasks ? spans[v] : spans[old.first_member[v - old.tasks]];
   };
   double gone = std::numeric_limits<double>::infinity();
   for (NodeId v = 0; v < new_of.size(); ++v) {
@@ -212,7 +212,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   timings_ = std::move(timings);
   index_ = std::move(index);
   costs_ = std::move(costs);
-  prediction_ = summarize(*graph_, p, *cost_, costs_, timings_, run_.result, samples_, &index_);
+  prediction_ =
+      summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);
   return prediction_;
 }
 

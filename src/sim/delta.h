@@ -48,7 +48,7 @@ class DeltaSimulator {
   std::vector<cost::CollectiveCost> costs_;
   Timings timings_;
   TaskIndex index_;
-  Run run_;
+  Run run_;  // the last run (its result moved into prediction_)
   Prediction prediction_;
   Work work_;
 };

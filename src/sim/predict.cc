@@ -152,9 +152,8 @@ namespace {
 
 using Interval = std::pair<double, double>;
 
-// Total length of the union of intervals.
-double covered(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
+// Total length of the union of intervals sorted by start.
+double covered(std::vector<Interval> const& v) {
   double total = 0, lo = 0, hi = -1;
   for (auto [a, b] : v) {
     if (a > hi) {
@@ -167,6 +166,13 @@ double covered(std::vector<Interval> v) {
   }
   if (hi > lo) total += hi - lo;
   return total;
+}
+
+// Sorted `a` and `b` into one sorted list (each list is sorted once, not the growing union).
+std::vector<Interval> merged(std::vector<Interval> const& a, std::vector<Interval> const& b) {
+  std::vector<Interval> out(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin());
+  return out;
 }
 
 std::int64_t bytes_of(ir::Graph const& g, ir::TensorId t, tdl::Box const& region) {
@@ -200,14 +206,14 @@ void add_breakdown(Prediction& p, lower::Program const& program, TaskIndex const
     auto span = p.sim.spans[c.members.front()];
     incoming.push_back({span.start, span.end});
   }
+  for (auto* v : {&busy, &incoming, &swaps})
+    std::sort(v->begin(), v->end());
   auto& b = p.breakdown;
   b.compute_s = covered(busy);
-  auto waits = std::move(busy);
-  waits.insert(waits.end(), incoming.begin(), incoming.end());
+  auto waits = merged(busy, incoming);
   double with_comm = covered(waits);
   b.exposed_comm_s = with_comm - b.compute_s;
-  waits.insert(waits.end(), swaps.begin(), swaps.end());
-  b.exposed_swap_s = covered(waits) - with_comm;
+  b.exposed_swap_s = covered(merged(waits, swaps)) - with_comm;
   b.idle_s = std::max(0.0, p.step_time_s - b.compute_s - b.exposed_comm_s - b.exposed_swap_s);
 }
 
