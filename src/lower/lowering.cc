@@ -491,10 +491,22 @@ struct Lowering::State {
       p.collectives.resize(first_collective[order[start]]);
       p.initial.resize(first_initial[order[start]]);
     }
-    std::vector<Task> tail(std::make_move_iterator(p.tasks.begin() + keep),
-                           std::make_move_iterator(p.tasks.end()));
-    p.tasks.resize(keep);
-    std::vector<TaskId> moved(tail.size(), 0);  // old id - keep -> new id (parts not rebuilt)
+    // The old tasks from id `from` on, out of the program: the ones after `keep`, or all of them
+    // (the kept ones then moved back) where that moves fewer tasks.
+    std::vector<Task> tail;
+    TaskId from = keep;
+    if (keep < p.tasks.size() / 2) {
+      tail.swap(p.tasks);
+      from = 0;
+      p.tasks.reserve(tail.size() + tail.size() / 8);
+      p.tasks.insert(p.tasks.end(), std::make_move_iterator(tail.begin()),
+                     std::make_move_iterator(tail.begin() + keep));
+    } else {
+      tail.assign(std::make_move_iterator(p.tasks.begin() + keep),
+                  std::make_move_iterator(p.tasks.end()));
+      p.tasks.resize(keep);
+    }
+    std::vector<TaskId> moved(tail.size() + from - keep, 0);  // old id - keep -> new id
     if (rebuilt) {
       previous.assign(keep, std::nullopt);
       for (TaskId i = 0; i < keep; ++i)
@@ -526,11 +538,10 @@ struct Lowering::State {
         if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt, resolve);
       } else {
         for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-          Task task = std::move(tail[old - keep + i]);
+          Task& task = p.tasks.emplace_back(std::move(tail[old - from + i]));
           task.collective = no_collective;
           for (auto& d : task.deps)
             if (d >= keep) d = moved[d - keep];
-          p.tasks.push_back(std::move(task));
         }
       }
       if (!is_op) {
@@ -540,12 +551,34 @@ struct Lowering::State {
       add_collectives(id, part, p);
       if (!rebuilt) continue;
       previous.resize(p.tasks.size());
-      if (!kept) continue;
+      // An emitted part's old tasks are still in the tail, unmoved; a part rebuilt as before (a
+      // weight's all-gather after its reader changed) keeps the ids of the tasks that did not
+      // change, so that delta simulation need not restart from the step's start.
+      TaskId old_end = pos + 1 < order.size() ? offset[order[pos + 1]] : from + tail.size();
+      bool same_size = old_end - old == part.tasks.size();
       for (std::size_t i = 0; i < part.tasks.size(); ++i) {
         bool compute = is_op && i < pieces[id].size();
-        if (!(compute && waits_changed)) previous[offset[id] + i] = old + i;
+        TaskId now = offset[id] + static_cast<TaskId>(i);
+        if (kept && !(compute && waits_changed))
+          previous[now] = old + i;
+        else if (same_size && emit[id] && unchanged(p.tasks[now], tail[old - from + i]))
+          previous[now] = old + i;
       }
     }
+  }
+
+  // Whether an emitted task is what an old one was (same content, dependencies mapped to its old
+  // ones), so that it keeps its timing and place in the old run.
+  bool unchanged(Task const& t, Task const& before) const {
+    bool same =
+        t.kind == before.kind && t.device == before.device &&
+        t.source_device == before.source_device && t.op == before.op && t.piece == before.piece &&
+        t.tensor == before.tensor && t.partial == before.partial && t.reducer == before.reducer &&
+        t.flops == before.flops && t.bytes == before.bytes && t.deps.size() == before.deps.size() &&
+        t.iteration == before.iteration && t.region == before.region;
+    for (std::size_t j = 0; same && j < t.deps.size(); ++j)
+      same = previous[t.deps[j]] == before.deps[j];
+    return same;
   }
 
   // Emits a part's collectives (its tasks already in p); a tensor part's all-gather that

@@ -17,18 +17,23 @@ struct OldProgram {
   std::vector<lower::CollectiveKind> kinds;        // per collective
   std::vector<std::size_t> sizes;                  // per collective: members
   std::vector<lower::TaskId> first_member;         // per collective
+  std::vector<Bytes> bytes;                        // per collective
+  std::vector<std::vector<int>> groups;            // per collective
 };
 
 OldProgram remember(lower::Program const& p) {
   OldProgram o;
   o.tasks = p.tasks.size();
-  o.collective_of.reserve(p.tasks.size());
-  for (auto const& t : p.tasks)
-    o.collective_of.push_back(t.collective);
+  o.collective_of.assign(p.tasks.size(), lower::no_collective);
+  for (lower::CollectiveId c = 0; c < p.collectives.size(); ++c)
+    for (auto m : p.collectives[c].members)
+      o.collective_of[m] = c;
   for (auto const& c : p.collectives) {
     o.kinds.push_back(c.kind);
     o.sizes.push_back(c.members.size());
     o.first_member.push_back(c.members.front());
+    o.bytes.push_back(c.bytes);
+    o.groups.push_back(c.group);
   }
   return o;
 }
@@ -54,8 +59,10 @@ void DeltaSimulator::simulate_all() {
   auto const& program = lowering_.program();
   costs_ = collective_costs(program, *cost_);
   timings_ = timings_of(program, *graph_, *cost_, costs_);
-  run_ = run_event_loop(program, timings_, resources_);
-  prediction_ = summarize(*graph_, program, *cost_, costs_, timings_, run_.result, samples_);
+  index_ = index_of(*graph_, program);
+  run_ = run_event_loop(program, timings_, resources_, {}, &index_.deps);
+  prediction_ = summarize(*graph_, program, *cost_, costs_, timings_, std::move(run_.result),
+                          samples_, &index_);
   work_ = {program.tasks.size(), program.tasks.size() + program.collectives.size(),
            run_.order.size(), 0};
 }
@@ -76,7 +83,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     auto first = prev[c.members.front()];
     if (!first) return lower::no_collective;
     auto oc = old.collective_of[*first];
-    if (oc == lower::no_collective || old.kinds[oc] != c.kind || old.sizes[oc] != c.members.size())
+    if (oc == lower::no_collective || old.kinds[oc] != c.kind ||
+        old.sizes[oc] != c.members.size() || old.bytes[oc] != c.bytes || old.groups[oc] != c.group)
       return lower::no_collective;
     for (auto m : c.members)
       if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
@@ -84,17 +92,52 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   };
   Timings timings;
   timings.tasks.resize(n);
+  // Per task its node, from the collectives' member lists; the tasks themselves are read only
+  // where they are new.
+  std::vector<NodeId> node_of(n);
+  for (lower::TaskId i = 0; i < n; ++i)
+    node_of[i] = i;
+  for (std::size_t c = 0; c < p.collectives.size(); ++c)
+    for (auto m : p.collectives[c].members)
+      node_of[m] = static_cast<NodeId>(n + c);
   for (lower::TaskId i = 0; i < n; ++i) {
-    auto const& t = p.tasks[i];
-    if (t.collective != lower::no_collective) continue;  // members take no timing of their own
+    if (node_of[i] != i) continue;  // members take no timing of their own
     if (prev[i] && old.collective_of[*prev[i]] == lower::no_collective) {
       old_of[i] = *prev[i];
       new_of[*prev[i]] = i;
       timings.tasks[i] = std::move(timings_.tasks[*prev[i]]);
     } else {
-      timings.tasks[i] = timing_of(t, *graph_, *cost_);
+      timings.tasks[i] = timing_of(p.tasks[i], *graph_, *cost_);
       ++work_.tasks_priced;
     }
+  }
+  // The task index: a task that maps to an old one has the old one's facts (but maybe another
+  // collective), and its dependency list renumbered where those map too (a dependency may be a
+  // task that now waits for others: then the task's own list is read).
+  std::vector<lower::TaskId> new_task(old.tasks, no_node);
+  for (lower::TaskId i = 0; i < n; ++i)
+    if (prev[i]) new_task[*prev[i]] = i;
+  TaskIndex index;
+  auto& deps = index.deps;
+  auto const& old_deps = index_.deps;
+  deps.first.reserve(n + 1);
+  deps.deps.reserve(old_deps.deps.size());
+  deps.first.push_back(0);
+  index.facts.reserve(n);
+  for (lower::TaskId i = 0; i < n; ++i) {
+    bool mapped = prev[i].has_value();
+    index.facts.push_back(mapped ? index_.facts[*prev[i]] : facts_of(*graph_, p.tasks[i]));
+    index.facts.back().member = node_of[i] != i;
+    for (auto k = mapped ? old_deps.first[*prev[i]] : 0; mapped && k < old_deps.first[*prev[i] + 1];
+         ++k) {
+      mapped = new_task[old_deps.deps[k]] != no_node;
+      deps.deps.push_back(new_task[old_deps.deps[k]]);
+    }
+    if (!mapped) {
+      deps.deps.resize(deps.first.back());
+      deps.deps.insert(deps.deps.end(), p.tasks[i].deps.begin(), p.tasks[i].deps.end());
+    }
+    deps.first.push_back(static_cast<std::uint32_t>(deps.deps.size()));
   }
   std::vector<cost::CollectiveCost> costs(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
@@ -115,12 +158,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   // bound of the new ready time of every new node: the latest of its dependencies' lower bounds
   // (new nodes) or old ready times (others; their old end where that is before a first bound).
   auto old_span = [&](NodeId v) {
-    return v < old.tasks ? run_.result.spans[v]
-                         : run_.result.spans[old.first_member[v - old.tasks]];
-  };
-  auto node_of = [&](lower::TaskId t) {
-    auto c = p.tasks[t].collective;
-    return c == lower::no_collective ? static_cast<NodeId>(t) : static_cast<NodeId>(n + c);
+    auto const& spans = prediction_.sim.spans;  // the old run's (its result moved there)
+    return v < old.tasks ? spans[v] : spans[old.first_member[v - old.tasks]];
   };
   double gone = std::numeric_limits<double>::infinity();
   for (NodeId v = 0; v < new_of.size(); ++v) {
@@ -137,18 +176,18 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     };
     std::vector<bool> done(p.collectives.size(), false);
     for (lower::TaskId i = 0; i < n; ++i) {
-      NodeId u = node_of(i);
+      NodeId u = node_of[i];
       if (old_of[u] != no_node) continue;
       double b = 0;
       if (u < n) {
         for (auto d : p.tasks[i].deps)
-          b = std::max(b, dep_bound(node_of(d)));
+          b = std::max(b, dep_bound(node_of[d]));
       } else {
         if (done[u - n]) continue;
         done[u - n] = true;
         for (auto m : p.collectives[u - n].members)
           for (auto d : p.tasks[m].deps)
-            if (node_of(d) != u) b = std::max(b, dep_bound(node_of(d)));
+            if (node_of[d] != u) b = std::max(b, dep_bound(node_of[d]));
       }
       bound[u] = b;
       t = std::min(t, b);
@@ -168,11 +207,13 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   }
   prefix.checkpoints = std::move(run_.checkpoints);
   work_.nodes_replayed = prefix.taken.size();
-  run_ = run_event_loop(p, timings, resources_, prefix);
+  run_ = run_event_loop(p, timings, resources_, prefix, &deps);
   work_.nodes = run_.order.size();
   timings_ = std::move(timings);
+  index_ = std::move(index);
   costs_ = std::move(costs);
-  prediction_ = summarize(*graph_, p, *cost_, costs_, timings_, run_.result, samples_);
+  prediction_ =
+      summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);
   return prediction_;
 }
 

@@ -47,7 +47,8 @@ class DeltaSimulator {
   std::vector<Resource> resources_;
   std::vector<cost::CollectiveCost> costs_;
   Timings timings_;
-  Run run_;
+  TaskIndex index_;
+  Run run_;  // the last run (its result moved into prediction_)
   Prediction prediction_;
   Work work_;
 };

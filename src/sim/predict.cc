@@ -28,8 +28,8 @@ cluster::DeviceId device_id(int d) {
 
 // The link directions a task moves its bytes over: a transfer's route; a host copy's host route,
 // device to host for a swap-out and back for a swap-in.
-template <typename Visit>
-void for_each_channel(lower::Task const& t, cluster::Cluster const& c, Visit const& visit) {
+template <typename TaskLike, typename Visit>
+void for_each_channel(TaskLike const& t, cluster::Cluster const& c, Visit const& visit) {
   if (t.kind == lower::TaskKind::transfer) {
     for (auto const& hop : c.route(device_id(t.source_device), device_id(t.device)).hops)
       visit(hop.channel());
@@ -52,8 +52,8 @@ cost::CollectiveKind cost_kind(lower::CollectiveKind kind) {
   return cost::CollectiveKind::all_gather;
 }
 
-bool is_swap(lower::Task const& t) {
-  return t.kind == lower::TaskKind::swap_out || t.kind == lower::TaskKind::swap_in;
+bool is_swap(lower::TaskKind kind) {
+  return kind == lower::TaskKind::swap_out || kind == lower::TaskKind::swap_in;
 }
 
 }  // namespace
@@ -63,7 +63,7 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
   auto const& c = cost.cluster();
   auto dev = device_id(t.device);
   TaskTiming timing;
-  if (t.kind == lower::TaskKind::transfer || is_swap(t)) {
+  if (t.kind == lower::TaskKind::transfer || is_swap(t.kind)) {
     timing.seconds = t.kind == lower::TaskKind::transfer
                          ? cost.transfer(t.bytes, device_id(t.source_device), dev).value()
                          : cost.host_transfer(t.bytes, dev).value();
@@ -126,13 +126,34 @@ Timings timings_of(lower::Program const& program, ir::Graph const& graph,
   return out;
 }
 
+TaskFacts facts_of(ir::Graph const& graph, lower::Task const& t) {
+  return {t.kind,
+          t.collective != lower::no_collective,
+          t.device,
+          t.source_device,
+          t.bytes.value(),
+          tdl::box_volume(t.region) * ir::dtype_bytes(graph.tensor(t.tensor).type.dtype)};
+}
+
+TaskIndex index_of(ir::Graph const& graph, lower::Program const& program) {
+  TaskIndex index;
+  index.facts.reserve(program.tasks.size());
+  index.deps.first.reserve(program.tasks.size() + 1);
+  index.deps.first.push_back(0);
+  for (auto const& t : program.tasks) {
+    index.facts.push_back(facts_of(graph, t));
+    index.deps.deps.insert(index.deps.deps.end(), t.deps.begin(), t.deps.end());
+    index.deps.first.push_back(static_cast<std::uint32_t>(index.deps.deps.size()));
+  }
+  return index;
+}
+
 namespace {
 
 using Interval = std::pair<double, double>;
 
-// Total length of the union of intervals.
-double covered(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
+// Total length of the union of intervals sorted by start.
+double covered(std::vector<Interval> const& v) {
   double total = 0, lo = 0, hi = -1;
   for (auto [a, b] : v) {
     if (a > hi) {
@@ -147,11 +168,18 @@ double covered(std::vector<Interval> v) {
   return total;
 }
 
+// Sorted `a` and `b` into one sorted list (each list is sorted once, not the growing union).
+std::vector<Interval> merged(std::vector<Interval> const& a, std::vector<Interval> const& b) {
+  std::vector<Interval> out(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin());
+  return out;
+}
+
 std::int64_t bytes_of(ir::Graph const& g, ir::TensorId t, tdl::Box const& region) {
   return tdl::box_volume(region) * ir::dtype_bytes(g.tensor(t).type.dtype);
 }
 
-void add_breakdown(Prediction& p, lower::Program const& program) {
+void add_breakdown(Prediction& p, lower::Program const& program, TaskIndex const& index) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   if (devices == 0) return;
   // Only the critical device (the one computing longest) is broken down.
@@ -161,13 +189,13 @@ void add_breakdown(Prediction& p, lower::Program const& program) {
       critical = static_cast<int>(d);
   // Its computing, the data it receives in flight, its host copies in flight.
   std::vector<Interval> busy, incoming, swaps;
-  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
-    auto const& t = program.tasks[i];
-    if (t.device != critical || t.collective != lower::no_collective) continue;
+  for (std::size_t i = 0; i < index.facts.size(); ++i) {
+    auto const& t = index.facts[i];
+    if (t.device != critical || t.member) continue;
     Interval span{p.sim.spans[i].start, p.sim.spans[i].end};
     if (t.kind == lower::TaskKind::transfer)
       incoming.push_back(span);
-    else if (is_swap(t))
+    else if (is_swap(t.kind))
       swaps.push_back(span);
     else
       busy.push_back(span);
@@ -178,14 +206,14 @@ void add_breakdown(Prediction& p, lower::Program const& program) {
     auto span = p.sim.spans[c.members.front()];
     incoming.push_back({span.start, span.end});
   }
+  for (auto* v : {&busy, &incoming, &swaps})
+    std::sort(v->begin(), v->end());
   auto& b = p.breakdown;
   b.compute_s = covered(busy);
-  auto waits = std::move(busy);
-  waits.insert(waits.end(), incoming.begin(), incoming.end());
+  auto waits = merged(busy, incoming);
   double with_comm = covered(waits);
   b.exposed_comm_s = with_comm - b.compute_s;
-  waits.insert(waits.end(), swaps.begin(), swaps.end());
-  b.exposed_swap_s = covered(waits) - with_comm;
+  b.exposed_swap_s = covered(merged(waits, swaps)) - with_comm;
   b.idle_s = std::max(0.0, p.step_time_s - b.compute_s - b.exposed_comm_s - b.exposed_swap_s);
 }
 
@@ -203,27 +231,58 @@ MemoryEvent memory_event(double time, std::int64_t bytes, bool alloc) {
   return {(bits << 1) | (alloc ? 1U : 0U), alloc ? bytes : -bytes};
 }
 
-// Sorts by key, least significant byte first (all eight byte counts in one pass), skipping the
-// bytes all keys share. Linear, where a comparison sort of the ~100,000 events of a large program
-// dominated summarize().
-void sort_events(std::vector<MemoryEvent>& events, std::vector<MemoryEvent>& scratch) {
-  std::array<std::array<std::size_t, 256>, 8> count{};
-  for (auto const& e : events)
-    for (int b = 0; b < 8; ++b)
-      ++count[static_cast<std::size_t>(b)][(e.key >> (8 * b)) & 0xff];
-  scratch.resize(events.size());
-  for (int b = 0; b < 8; ++b) {
-    auto& c = count[static_cast<std::size_t>(b)];
-    if (std::any_of(c.begin(), c.end(), [&](std::size_t k) { return k == events.size(); }))
-      continue;
-    std::size_t sum = 0;
-    for (auto& k : c)
-      sum += std::exchange(k, sum);
-    for (auto const& e : events)
-      scratch[c[(e.key >> (8 * b)) & 0xff]++] = e;
-    events.swap(scratch);
+// A device's memory events, and per time bucket (buckets of equal length over the step, in key
+// order) their sum and their allocations, accumulated as events are added. The running sum at
+// every bucket's end follows from the sums; within a bucket the sum never rises above its value
+// before the bucket plus the bucket's allocations, so only the few buckets where that bound
+// exceeds the best sum at a bucket's end are sorted and walked. (A radix sort of every event took
+// most of summarize(), which runs after every delta.)
+class MemoryEvents {
+ public:
+  MemoryEvents(std::size_t buckets, double step_seconds)
+      : sum_(buckets, 0), allocs_(buckets, 0),
+        scale_(step_seconds > 0 ? static_cast<double>(buckets - 1) / step_seconds : 0) {}
+
+  void add(double time, std::int64_t bytes, bool alloc) {
+    auto e = memory_event(time, bytes, alloc);
+    events_.push_back(e);
+    sum_[bucket(e)] += e.bytes;
+    if (alloc) allocs_[bucket(e)] += bytes;
   }
-}
+
+  std::int64_t peak(std::vector<MemoryEvent>& scratch) const {
+    std::size_t buckets = sum_.size();
+    std::vector<std::int64_t> before(buckets);
+    std::int64_t now = 0, peak = 0;
+    for (std::size_t k = 0; k < buckets; ++k) {
+      before[k] = now;
+      peak = std::max(peak, now += sum_[k]);
+    }
+    auto may_rise = [&](std::size_t k) { return before[k] + allocs_[k] > peak; };
+    scratch.clear();
+    for (auto const& e : events_)
+      if (may_rise(bucket(e))) scratch.push_back(e);
+    std::sort(scratch.begin(), scratch.end(),
+              [](MemoryEvent const& x, MemoryEvent const& y) { return x.key < y.key; });
+    for (std::size_t i = 0; i < scratch.size(); ++i) {
+      std::size_t k = bucket(scratch[i]);
+      if (i == 0 || k != bucket(scratch[i - 1])) now = before[k];
+      peak = std::max(peak, now += scratch[i].bytes);
+    }
+    return peak;
+  }
+
+ private:
+  // Rounding keeps the bucket of a later time no lower; times beyond the step (none) go last.
+  std::size_t bucket(MemoryEvent const& e) const {
+    double time = std::bit_cast<double>(e.key >> 1);
+    return std::min(sum_.size() - 1, static_cast<std::size_t>(time * scale_));
+  }
+
+  std::vector<MemoryEvent> events_;
+  std::vector<std::int64_t> sum_, allocs_;  // per bucket
+  double scale_;
+};
 
 // Memory over the simulated order, by the rule lower::output_lifetimes states (the runtime's
 // arenas free blocks by the same rule): blocks held before the step persist; a task's output lives
@@ -231,40 +290,40 @@ void sort_events(std::vector<MemoryEvent>& events, std::vector<MemoryEvent>& scr
 // swap-out frees its region when it ends, in place of the block it copies. Computed inline rather
 // than through output_lifetimes' per-task reader lists: summarize runs after every delta.
 void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& program,
-                cluster::Cluster const& c) {
+                cluster::Cluster const& c, TaskIndex const& index) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   auto const& tasks = program.tasks;
-  std::vector<std::vector<MemoryEvent>> events(devices);
+  // About four events to a bucket.
+  std::size_t buckets =
+      (2 * tasks.size() + program.initial.size()) / (4 * std::max<std::size_t>(devices, 1)) + 1;
+  std::vector<MemoryEvents> events(devices, MemoryEvents(buckets, p.sim.step_seconds));
   for (auto const& b : program.initial)
-    events[static_cast<std::size_t>(b.device)].push_back(
-        memory_event(0.0, bytes_of(graph, b.tensor, b.region), true));
+    events[static_cast<std::size_t>(b.device)].add(0.0, bytes_of(graph, b.tensor, b.region), true);
+  // One pass from the last task back: a task's readers come after it, so its last use and
+  // whether a swap-out copies it are known when it is reached. (The events' order before sorting
+  // does not matter.)
   std::vector<double> last_use(tasks.size(), -1);
   std::vector<bool> swapped(tasks.size(), false);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    for (auto dep : tasks[i].deps) {
+  for (std::size_t i = tasks.size(); i-- > 0;) {
+    auto const& t = index.facts[i];
+    auto& on = events[static_cast<std::size_t>(t.device)];
+    if (t.kind == lower::TaskKind::swap_out) {
+      on.add(p.sim.spans[i].end, t.output_bytes, false);
+    } else {
+      on.add(p.sim.spans[i].start, t.output_bytes, true);
+      if (last_use[i] >= 0 && !swapped[i]) on.add(last_use[i], t.output_bytes, false);
+    }
+    for (auto k = index.deps.first[i]; k < index.deps.first[i + 1]; ++k) {
+      auto dep = index.deps.deps[k];
       last_use[dep] = std::max(last_use[dep], p.sim.spans[i].end);
-      bool copied = tasks[i].kind == lower::TaskKind::swap_out &&
-                    tasks[dep].device == tasks[i].device && tasks[dep].tensor == tasks[i].tensor;
+      bool copied = t.kind == lower::TaskKind::swap_out && tasks[dep].device == t.device &&
+                    tasks[dep].tensor == tasks[i].tensor;
       if (copied) swapped[dep] = true;
     }
   }
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    auto const& t = tasks[i];
-    std::int64_t size = bytes_of(graph, t.tensor, t.region);
-    auto& on = events[static_cast<std::size_t>(t.device)];
-    if (t.kind == lower::TaskKind::swap_out) {
-      on.push_back(memory_event(p.sim.spans[i].end, size, false));
-      continue;
-    }
-    on.push_back(memory_event(p.sim.spans[i].start, size, true));
-    if (last_use[i] >= 0 && !swapped[i]) on.push_back(memory_event(last_use[i], size, false));
-  }
   std::vector<MemoryEvent> scratch;
   for (std::size_t d = 0; d < devices; ++d) {
-    sort_events(events[d], scratch);
-    std::int64_t now = 0, peak = 0;
-    for (auto const& e : events[d])
-      peak = std::max(peak, now += e.bytes);
+    std::int64_t peak = events[d].peak(scratch);
     p.peak_memory_bytes.push_back(peak);
     std::int64_t capacity = c.devices()[d].memory.value();
     p.memory_capacity_bytes.push_back(capacity);
@@ -277,7 +336,13 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
 Prediction summarize(ir::Graph const& graph, lower::Program const& program,
                      cost::CostModel const& cost,
                      std::vector<cost::CollectiveCost> const& collective_costs,
-                     Timings const& timings, SimResult sim, std::int64_t samples_per_step) {
+                     Timings const& timings, SimResult sim, std::int64_t samples_per_step,
+                     TaskIndex const* index) {
+  TaskIndex own;
+  if (!index) {
+    own = index_of(graph, program);
+    index = &own;
+  }
   auto const& c = cost.cluster();
   auto resources = resources_of(c);
   Prediction p;
@@ -285,7 +350,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   p.step_time_s = p.sim.step_seconds;
   p.samples_per_s = p.step_time_s > 0 ? static_cast<double>(samples_per_step) / p.step_time_s : 0;
   p.device_compute_s = p.sim.compute_seconds;
-  add_breakdown(p, program);
+  add_breakdown(p, program, *index);
   std::size_t links_from = c.num_devices();  // resources: compute streams, then link directions
   for (std::size_t r = links_from; r < resources.size(); ++r)
     p.breakdown.comm_s = std::max(p.breakdown.comm_s, p.sim.busy_seconds[r]);
@@ -298,17 +363,16 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
     per_channel[channel] += bytes;
     used[channel] = true;
   };
-  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
-    auto const& t = program.tasks[i];
-    if (t.kind == lower::TaskKind::compute ||
-        (t.kind == lower::TaskKind::reduce && t.collective == lower::no_collective)) {
+  for (std::size_t i = 0; i < index->facts.size(); ++i) {
+    auto const& t = index->facts[i];
+    if (t.kind == lower::TaskKind::compute || (t.kind == lower::TaskKind::reduce && !t.member)) {
       ++p.priced_tasks;
       p.measured_tasks += timings.tasks[i].measured ? 1 : 0;
     }
-    if (t.kind == lower::TaskKind::transfer) p.comm_bytes += t.bytes.value();
-    if (is_swap(t)) p.swap_bytes += t.bytes.value();
-    if (t.collective != lower::no_collective) continue;
-    for_each_channel(t, c, [&](std::size_t channel) { add_traffic(channel, t.bytes.value()); });
+    if (t.kind == lower::TaskKind::transfer) p.comm_bytes += t.bytes;
+    if (is_swap(t.kind)) p.swap_bytes += t.bytes;
+    if (t.member) continue;
+    for_each_channel(t, c, [&](std::size_t channel) { add_traffic(channel, t.bytes); });
   }
   for (std::size_t i = 0; i < program.collectives.size(); ++i) {
     auto const& col = program.collectives[i];
@@ -323,7 +387,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   }
   for (std::size_t ch = 0; ch < per_channel.size(); ++ch)
     if (used[ch]) p.link_bytes.push_back({resources[links_from + ch].name, per_channel[ch]});
-  add_memory(p, graph, program, c);
+  add_memory(p, graph, program, c, *index);
   return p;
 }
 

@@ -67,10 +67,32 @@ struct Prediction {
 Prediction predict(ir::Graph const& graph, lower::Program const& program,
                    cost::CostModel const& cost, std::int64_t samples_per_step);
 
-// The figures of a simulated program (what predict() reports after simulating).
+// Per task, what summarize() reads of it, kept compact: a Task is ~140 bytes with three lists
+// on the heap, and reading every task three times was most of summarize's time.
+struct TaskFacts {
+  lower::TaskKind kind = lower::TaskKind::compute;
+  bool member = false;  // of a collective
+  int device = 0;
+  int source_device = -1;
+  std::int64_t bytes = 0;         // Task::bytes
+  std::int64_t output_bytes = 0;  // of the region it writes or moves
+};
+TaskFacts facts_of(ir::Graph const& graph, lower::Task const& task);
+
+// The program's tasks as the event loop and summarize() read them. Delta simulation carries the
+// index from one change to the next (renumbered) instead of reading every task again.
+struct TaskIndex {
+  std::vector<TaskFacts> facts;  // per task
+  Dependencies deps;
+};
+TaskIndex index_of(ir::Graph const& graph, lower::Program const& program);
+
+// The figures of a simulated program (what predict() reports after simulating). With `index`
+// (the program's), the tasks are read there.
 Prediction summarize(ir::Graph const& graph, lower::Program const& program,
                      cost::CostModel const& cost,
                      std::vector<cost::CollectiveCost> const& collective_costs,
-                     Timings const& timings, SimResult sim, std::int64_t samples_per_step);
+                     Timings const& timings, SimResult sim, std::int64_t samples_per_step,
+                     TaskIndex const* index = nullptr);
 
 }  // namespace cleave::sim

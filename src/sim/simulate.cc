@@ -14,6 +14,13 @@ class Loop {
        std::vector<Resource> const& resources)
       : program_(program), timings_(timings), n_(program.tasks.size()),
         nodes_(n_ + program.collectives.size()) {
+    // From the collectives' member lists: far less to read than every task.
+    node_of_.resize(n_);
+    for (lower::TaskId t = 0; t < n_; ++t)
+      node_of_[t] = t;
+    for (std::size_t c = 0; c < program.collectives.size(); ++c)
+      for (auto m : program.collectives[c].members)
+        node_of_[m] = static_cast<NodeId>(n_ + c);
     CLEAVE_ASSERT(timings.tasks.size() == n_, "one timing per task");
     CLEAVE_ASSERT(timings.collectives.size() == program.collectives.size(),
                   "one timing per collective");
@@ -21,7 +28,7 @@ class Loop {
     free_at_.assign(resources.size(), 0.0);
   }
 
-  Run run(Prefix const& prefix, std::vector<Resource> const& resources) {
+  Run run(Prefix const& prefix, Dependencies const* deps, std::vector<Resource> const& resources) {
     auto const& tasks = program_.tasks;
     std::vector<bool> taken(nodes_, false);
     run_.ready.assign(nodes_, 0.0);
@@ -30,33 +37,39 @@ class Loop {
     restore(prefix, taken);
 
     // Edges between nodes; a collective's members' dependencies on each other are inside it.
+    // The tasks' dependency lists are read once (after a delta's restart most of the loop's time
+    // went to walking them), into edges that are then grouped by dependency.
     std::vector<std::uint32_t> waiting(nodes_, 0);
     std::vector<std::uint32_t> first(nodes_ + 1, 0);
-    auto each_edge = [&](auto const& visit) {
-      for (lower::TaskId i = 0; i < n_; ++i) {
-        NodeId u = node_of(i);
-        if (taken[u]) continue;
-        for (auto d : tasks[i].deps) {
-          NodeId v = node_of(d);
-          if (u != v) visit(u, v);
+    std::vector<std::pair<NodeId, NodeId>> edges;  // (dependent, dependency), neither taken
+    for (lower::TaskId i = 0; i < n_; ++i) {
+      NodeId u = node_of_[i];
+      if (taken[u]) continue;
+      auto edge = [&](lower::TaskId d) {
+        NodeId v = node_of_[d];
+        if (u == v) return;
+        if (taken[v]) {
+          run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
+        } else {
+          ++waiting[u];
+          ++first[v + 1];
+          edges.emplace_back(u, v);
         }
-      }
-    };
-    each_edge([&](NodeId u, NodeId v) {
-      if (taken[v]) {
-        run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
+      };
+      if (deps) {
+        for (auto k = deps->first[i]; k < deps->first[i + 1]; ++k)
+          edge(deps->deps[k]);
       } else {
-        ++waiting[u];
-        ++first[v + 1];
+        for (auto d : tasks[i].deps)
+          edge(d);
       }
-    });
+    }
     for (std::size_t v = 0; v < nodes_; ++v)
       first[v + 1] += first[v];
-    std::vector<NodeId> dependents(first[nodes_]);
+    std::vector<NodeId> dependents(edges.size());
     std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
-    each_edge([&](NodeId u, NodeId v) {
-      if (!taken[v]) dependents[fill[v]++] = u;
-    });
+    for (auto [u, v] : edges)
+      dependents[fill[v]++] = u;
 
     auto later = [this](Entry const& x, Entry const& y) {
       if (x.first != y.first) return x.first > y.first;
@@ -82,13 +95,7 @@ class Loop {
  private:
   using Entry = std::pair<double, NodeId>;
 
-  NodeId node_of(lower::TaskId t) const {
-    auto c = program_.tasks[t].collective;
-    return c == lower::no_collective ? t : static_cast<NodeId>(n_ + c);
-  }
-  bool is_node(NodeId v) const {
-    return v >= n_ || program_.tasks[v].collective == lower::no_collective;
-  }
+  bool is_node(NodeId v) const { return v >= n_ || node_of_[v] == v; }
   TaskTiming const& timing(NodeId v) const {
     return v < n_ ? timings_.tasks[v] : timings_.collectives[v - n_];
   }
@@ -182,13 +189,10 @@ class Loop {
   }
 
   void finish(std::vector<Resource> const& resources) {
-    CLEAVE_ASSERT(run_.order.size() == static_cast<std::size_t>(std::count_if(
-                                           program_.tasks.begin(), program_.tasks.end(),
-                                           [](lower::Task const& t) {
-                                             return t.collective == lower::no_collective;
-                                           })) +
-                                           program_.collectives.size(),
-                  "the program's dependencies form a cycle");
+    std::size_t nodes = program_.collectives.size();
+    for (NodeId t = 0; t < n_; ++t)
+      nodes += node_of_[t] == t;
+    CLEAVE_ASSERT(run_.order.size() == nodes, "the program's dependencies form a cycle");
     auto& r = run_.result;
     r.compute_seconds.assign(static_cast<std::size_t>(program_.num_devices), 0.0);
     // A program may use fewer devices than the cluster has; the others' streams stay idle.
@@ -204,6 +208,7 @@ class Loop {
   Timings const& timings_;
   std::size_t n_;
   std::size_t nodes_;
+  std::vector<NodeId> node_of_;  // per task: its node (itself, or its collective's)
   std::vector<double> free_at_;
   std::vector<double> node_end_;
   Run run_;
@@ -212,8 +217,11 @@ class Loop {
 }  // namespace
 
 Run run_event_loop(lower::Program const& program, Timings const& timings,
-                   std::vector<Resource> const& resources, Prefix const& prefix) {
-  return Loop(program, timings, resources).run(prefix, resources);
+                   std::vector<Resource> const& resources, Prefix const& prefix,
+                   Dependencies const* deps) {
+  CLEAVE_ASSERT(!deps || deps->first.size() == program.tasks.size() + 1,
+                "one dependency range per task");
+  return Loop(program, timings, resources).run(prefix, deps, resources);
 }
 
 SimResult simulate(lower::Program const& program, Timings const& timings,

@@ -87,7 +87,17 @@ struct Prefix {
   std::vector<Checkpoint> checkpoints;
 };
 
+// The tasks' dependency lists, flattened: task i's are deps[first[i]] .. deps[first[i + 1]].
+// Delta simulation keeps them from one change to the next (most tasks' lists only get renumbered),
+// so that the loop need not read every task's own list again.
+struct Dependencies {
+  std::vector<std::uint32_t> first;
+  std::vector<lower::TaskId> deps;
+};
+
+// With `deps`, the loop reads the tasks' dependencies there (they must be the program's).
 Run run_event_loop(lower::Program const& program, Timings const& timings,
-                   std::vector<Resource> const& resources, Prefix const& prefix = {});
+                   std::vector<Resource> const& resources, Prefix const& prefix = {},
+                   Dependencies const* deps = nullptr);
 
 }  // namespace cleave::sim
