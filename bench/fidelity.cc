@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   pairs.reserve(workload.size() * algos.size());  // executors refer to their pair's graph
   for (auto const& model : workload) {
     for (auto const& algo : algos) {
-      pairs.push_back({model, algo, training(model, *registry), batch_of(model)});
+      pairs.push_back({model, algo, training(model, *registry), batch_of(model), {}, {}, {}});
       Pair& p = pairs.back();
       search::SearchContext ctx{p.graph, *registry, cluster, spec, model, p.batch, 0};
       auto plan = must(search::make_plan(algo, ctx));
@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
   auto refined = must(cluster::load_cluster(refined_spec));
   if (auto st = runtime::add_measurements(profile, all, rates, "cpu-core"); !st) die(st.error());
   cost::ProfileTable roofline;
-  roofline.add_calibration("cpu-core", *profile.calibration("cpu-core"));
+  if (auto st = roofline.add_calibration("cpu-core", *profile.calibration("cpu-core")); !st)
+    die(st.error());
   cost::CostModel exact(refined, {}, profile), calibrated(refined, {}, roofline);
   std::vector<double> errors, roofline_errors;
   for (auto& p : pairs) {
