@@ -72,6 +72,14 @@ Factor canonical(Factor f, std::vector<int> const& n) {
 
 // Minimises node v out of `bucket` (factors that all mention v): a factor over the union of
 // their scopes without v.
+//
+// Issue 5: this was one loop over the output's entries reading every factor for every strategy
+// of v, plus an odometer over every factor, per entry. Now the scope is looped over with the
+// largest factor's nodes outermost, each factor's entries for all strategies of v are added once
+// at the loop where its last node is fixed (partial sums), and the innermost loops form a block
+// whose offsets are tabulated once: large tables are read about once per entry and the
+// per-entry work is a few adds and a min. Summing in another order changes no value (integers),
+// so the tables, and the plans, are those of the plain loop (WResNet-152's DP: 1.6 s -> 0.7 s).
 Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<int> const& n) {
   std::vector<int> scope;
   for (auto const* f : bucket)
@@ -79,59 +87,141 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
   std::sort(scope.begin(), scope.end());
   scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
   scope.erase(std::find(scope.begin(), scope.end(), v));
-  // Per factor, its stride for each position of `scope` and for v.
-  std::size_t m = scope.size();
-  std::vector<std::vector<std::int64_t>> strides(bucket.size(),
-                                                 std::vector<std::int64_t>(m + 1, 0));
-  for (std::size_t f = 0; f < bucket.size(); ++f) {
-    std::int64_t stride = 1;
+  std::size_t m = scope.size(), k = bucket.size();
+  auto radix = [&](std::size_t pos) {
+    return static_cast<std::int64_t>(n[static_cast<std::size_t>(scope[pos])]);
+  };
+  // stride[f * m + pos]: factor f's stride for scope position pos (0 when it lacks that node).
+  std::vector<std::int64_t> stride(k * m, 0), v_stride(k, 0);
+  for (std::size_t f = 0; f < k; ++f) {
+    std::int64_t step = 1;
     for (std::size_t i = bucket[f]->scope.size(); i-- > 0;) {
       int node = bucket[f]->scope[i];
-      auto pos = node == v ? m
-                           : static_cast<std::size_t>(std::find(scope.begin(), scope.end(), node) -
-                                                      scope.begin());
-      strides[f][pos] = stride;
-      stride *= n[static_cast<std::size_t>(node)];
+      if (node == v)
+        v_stride[f] = step;
+      else
+        stride[f * m + static_cast<std::size_t>(std::lower_bound(scope.begin(), scope.end(), node) -
+                                                scope.begin())] = step;
+      step *= n[static_cast<std::size_t>(node)];
     }
   }
   Factor out;
   out.scope = scope;
-  std::size_t size = 1;
-  for (int u : scope)
-    size *= static_cast<std::size_t>(n[static_cast<std::size_t>(u)]);
-  out.table.assign(size, kInf);
-  std::vector<int> digits(m, 0);
-  std::vector<std::int64_t> offset(bucket.size(), 0);
-  auto nv = static_cast<std::size_t>(n[static_cast<std::size_t>(v)]);
-  // The hot loop (most of the search's time): flat table pointers and v's strides, and the sums
-  // for every strategy of v built factor by factor.
-  std::vector<std::int64_t const*> base(bucket.size());
-  std::vector<std::int64_t> v_stride(bucket.size());
-  for (std::size_t f = 0; f < bucket.size(); ++f) {
-    base[f] = bucket[f]->table.data();
-    v_stride[f] = strides[f][m];
+  std::vector<std::int64_t> out_stride(m);
+  std::int64_t size = 1;
+  for (std::size_t pos = m; pos-- > 0;) {
+    out_stride[pos] = size;
+    size *= radix(pos);
   }
-  std::vector<std::int64_t> sums(nv);
-  for (std::size_t index = 0; index < size; ++index) {
-    std::fill(sums.begin(), sums.end(), 0);
-    for (std::size_t f = 0; f < bucket.size(); ++f) {
-      std::int64_t const* p = base[f] + offset[f];
-      for (std::size_t s = 0; s < nv; ++s)
-        sums[s] += p[static_cast<std::int64_t>(s) * v_stride[f]];
-    }
-    out.table[index] = *std::min_element(sums.begin(), sums.end());
-    // Odometer over `scope`, last position fastest (matches the table's mixed radix).
-    for (std::size_t i = m; i-- > 0;) {
-      auto radix = n[static_cast<std::size_t>(scope[i])];
-      if (++digits[i] < radix) {
-        for (std::size_t f = 0; f < bucket.size(); ++f)
-          offset[f] += strides[f][i];
-        break;
+  out.table.assign(static_cast<std::size_t>(size), kInf);
+  // Loop order: the largest factor's nodes first, then the next largest's new ones, so that large
+  // tables are read once per entry and the innermost loop reads small ones that stay in cache.
+  // level[f]: how many loops fix all of f's nodes.
+  std::vector<std::size_t> by_size(k), order, level(k, 0);
+  for (std::size_t f = 0; f < k; ++f)
+    by_size[f] = f;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
+    return bucket[a]->table.size() > bucket[b]->table.size();
+  });
+  std::vector<bool> placed(m, false);
+  for (std::size_t f : by_size)
+    for (std::size_t pos = 0; pos < m; ++pos)
+      if (stride[f * m + pos] != 0 && !placed[pos]) {
+        placed[pos] = true;
+        order.push_back(pos);
       }
-      digits[i] = 0;
-      for (std::size_t f = 0; f < bucket.size(); ++f)
-        offset[f] -= strides[f][i] * (radix - 1);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t f = 0; f < k; ++f)
+      if (stride[f * m + order[i]] != 0) level[f] = i + 1;
+  auto nv = static_cast<std::size_t>(n[static_cast<std::size_t>(v)]);
+  // The innermost loops form a block of up to kBlock entries whose offsets are tabulated once, so
+  // the odometer and the partial sums below run once per block rather than once per entry.
+  constexpr std::int64_t kBlock = 256;
+  std::size_t outer = m;
+  std::int64_t block = 1;
+  while (outer > 0 && (outer == m || block * radix(order[outer - 1]) <= kBlock))
+    block *= radix(order[--outer]);
+  std::vector<std::vector<std::size_t>> at_level(outer + 1);
+  std::vector<std::size_t> leaf;
+  for (std::size_t f = 0; f < k; ++f)
+    (level[f] > outer ? leaf : at_level[level[f]]).push_back(f);
+  // Per leaf factor (and for the output), the offset of each block entry from the block's start.
+  auto block_size = static_cast<std::size_t>(block);
+  std::vector<std::int64_t> rel((leaf.size() + 1) * block_size, 0);
+  {
+    std::vector<std::int64_t> digits(m - outer, 0), at(leaf.size() + 1, 0);
+    for (std::size_t j = 0; j < block_size; ++j) {
+      for (std::size_t x = 0; x <= leaf.size(); ++x)
+        rel[x * block_size + j] = at[x];
+      for (std::size_t i = m; i-- > outer;) {
+        std::size_t pos = order[i];
+        std::int64_t delta = ++digits[i - outer] < radix(pos) ? 1 : -(radix(pos) - 1);
+        if (delta < 0) digits[i - outer] = 0;
+        for (std::size_t x = 0; x < leaf.size(); ++x)
+          at[x] += delta * stride[leaf[x] * m + pos];
+        at[leaf.size()] += delta * out_stride[pos];
+        if (delta > 0) break;
+      }
     }
+  }
+  std::vector<std::int64_t> offset(k, 0);
+  // partial[l * nv + s]: the factors complete within l outer loops, for strategy s of v.
+  std::vector<std::int64_t> partial((outer + 1) * nv, 0);
+  auto add_level = [&](std::size_t l) {
+    std::int64_t* p = partial.data() + l * nv;
+    for (std::size_t s = 0; s < nv; ++s)
+      p[s] = l > 0 ? (p - nv)[s] : 0;
+    for (std::size_t f : at_level[l]) {
+      std::int64_t const* t = bucket[f]->table.data() + offset[f];
+      for (std::size_t s = 0; s < nv; ++s)
+        p[s] += t[static_cast<std::int64_t>(s) * v_stride[f]];
+    }
+  };
+  for (std::size_t l = 0; l <= outer; ++l)
+    add_level(l);
+  std::vector<std::int64_t> digits(outer, 0), sums(block_size * nv);
+  std::int64_t out_offset = 0;
+  std::int64_t const* out_rel = rel.data() + leaf.size() * block_size;
+  while (true) {
+    // Short loops instead of std::copy, which calls memmove (a fifth of the time at nv = 4).
+    std::int64_t const* p = partial.data() + outer * nv;
+    if (leaf.empty())  // an empty scope: one entry, v's factors all summed in partial
+      for (std::size_t s = 0; s < nv; ++s)
+        sums[s] = p[s];
+    for (std::size_t x = 0; x < leaf.size(); ++x) {
+      std::int64_t const* t = bucket[leaf[x]]->table.data() + offset[leaf[x]];
+      std::int64_t const* r = rel.data() + x * block_size;
+      std::int64_t vs = v_stride[leaf[x]];
+      for (std::size_t j = 0; j < block_size; ++j) {
+        std::int64_t const* q = t + r[j];
+        std::int64_t* sj = sums.data() + j * nv;
+        std::int64_t const* from = x == 0 ? p : sj;
+        for (std::size_t s = 0; s < nv; ++s)
+          sj[s] = from[s] + q[static_cast<std::int64_t>(s) * vs];
+      }
+    }
+    std::int64_t* o = out.table.data() + out_offset;
+    for (std::size_t j = 0; j < block_size; ++j) {
+      std::int64_t const* sj = sums.data() + j * nv;
+      std::int64_t best = sj[0];
+      for (std::size_t s = 1; s < nv; ++s)
+        best = std::min(best, sj[s]);
+      o[out_rel[j]] = best;
+    }
+    // Odometer over the outer loops, the last fastest; partial sums from the changed loop on.
+    std::size_t i = outer;
+    while (i-- > 0) {
+      std::size_t pos = order[i];
+      std::int64_t delta = ++digits[i] < radix(pos) ? 1 : -(radix(pos) - 1);
+      if (delta < 0) digits[i] = 0;
+      for (std::size_t f = 0; f < k; ++f)
+        offset[f] += delta * stride[f * m + pos];
+      out_offset += delta * out_stride[pos];
+      if (delta > 0) break;
+    }
+    if (i == static_cast<std::size_t>(-1)) break;
+    for (std::size_t l = i + 1; l <= outer; ++l)
+      add_level(l);
   }
   return out;
 }
