@@ -70,6 +70,41 @@ Factor canonical(Factor f, std::vector<int> const& n) {
   return out;
 }
 
+// The innermost block of eliminate(): for each of its entries, the minimum over v's strategies
+// of the partial sum `p` plus the leaf factors' entries. NV > 0 fixes v's strategy count at
+// compile time so the sums stay in registers (the common counts, 2-8); NV == 0 is any count.
+struct LeafBlock {
+  std::size_t entries = 0;
+  std::size_t nv = 0;
+  std::vector<std::int64_t const*> table;  // per leaf factor, its entry at the block's start
+  std::vector<std::int64_t const*> rel;    // per leaf factor, each entry's offset from there
+  std::vector<std::int64_t> v_stride;      // per leaf factor
+  std::int64_t const* out_rel = nullptr;   // each entry's offset in the output
+};
+
+template <std::size_t NV>
+void min_over_block(LeafBlock const& b, std::int64_t const* p, std::int64_t* out,
+                    std::int64_t* scratch) {
+  std::size_t const nv = NV > 0 ? NV : b.nv;
+  std::int64_t local[NV > 0 ? NV : 1];
+  std::int64_t* sum = NV > 0 ? local : scratch;
+  std::size_t const leaves = b.table.size();
+  for (std::size_t j = 0; j < b.entries; ++j) {
+    for (std::size_t s = 0; s < nv; ++s)
+      sum[s] = p[s];
+    for (std::size_t x = 0; x < leaves; ++x) {
+      std::int64_t const* q = b.table[x] + b.rel[x][j];
+      std::int64_t vs = b.v_stride[x];
+      for (std::size_t s = 0; s < nv; ++s)
+        sum[s] += q[static_cast<std::int64_t>(s) * vs];
+    }
+    std::int64_t best = sum[0];
+    for (std::size_t s = 1; s < nv; ++s)
+      best = std::min(best, sum[s]);
+    out[b.out_rel[j]] = best;
+  }
+}
+
 // Minimises node v out of `bucket` (factors that all mention v): a factor over the union of
 // their scopes without v.
 //
@@ -179,35 +214,33 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
   };
   for (std::size_t l = 0; l <= outer; ++l)
     add_level(l);
-  std::vector<std::int64_t> digits(outer, 0), sums(block_size * nv);
+  LeafBlock lb;
+  lb.entries = block_size;
+  lb.nv = nv;
+  lb.table.resize(leaf.size());
+  for (std::size_t x = 0; x < leaf.size(); ++x) {
+    lb.rel.push_back(rel.data() + x * block_size);
+    lb.v_stride.push_back(v_stride[leaf[x]]);
+  }
+  lb.out_rel = rel.data() + leaf.size() * block_size;
+  auto kernel = min_over_block<0>;
+  switch (nv) {
+  case 1: kernel = min_over_block<1>; break;
+  case 2: kernel = min_over_block<2>; break;
+  case 3: kernel = min_over_block<3>; break;
+  case 4: kernel = min_over_block<4>; break;
+  case 5: kernel = min_over_block<5>; break;
+  case 6: kernel = min_over_block<6>; break;
+  case 7: kernel = min_over_block<7>; break;
+  case 8: kernel = min_over_block<8>; break;
+  default: break;
+  }
+  std::vector<std::int64_t> digits(outer, 0), scratch(nv);
   std::int64_t out_offset = 0;
-  std::int64_t const* out_rel = rel.data() + leaf.size() * block_size;
   while (true) {
-    // Short loops instead of std::copy, which calls memmove (a fifth of the time at nv = 4).
-    std::int64_t const* p = partial.data() + outer * nv;
-    if (leaf.empty())  // an empty scope: one entry, v's factors all summed in partial
-      for (std::size_t s = 0; s < nv; ++s)
-        sums[s] = p[s];
-    for (std::size_t x = 0; x < leaf.size(); ++x) {
-      std::int64_t const* t = bucket[leaf[x]]->table.data() + offset[leaf[x]];
-      std::int64_t const* r = rel.data() + x * block_size;
-      std::int64_t vs = v_stride[leaf[x]];
-      for (std::size_t j = 0; j < block_size; ++j) {
-        std::int64_t const* q = t + r[j];
-        std::int64_t* sj = sums.data() + j * nv;
-        std::int64_t const* from = x == 0 ? p : sj;
-        for (std::size_t s = 0; s < nv; ++s)
-          sj[s] = from[s] + q[static_cast<std::int64_t>(s) * vs];
-      }
-    }
-    std::int64_t* o = out.table.data() + out_offset;
-    for (std::size_t j = 0; j < block_size; ++j) {
-      std::int64_t const* sj = sums.data() + j * nv;
-      std::int64_t best = sj[0];
-      for (std::size_t s = 1; s < nv; ++s)
-        best = std::min(best, sj[s]);
-      o[out_rel[j]] = best;
-    }
+    for (std::size_t x = 0; x < leaf.size(); ++x)
+      lb.table[x] = bucket[leaf[x]]->table.data() + offset[leaf[x]];
+    kernel(lb, partial.data() + outer * nv, out.table.data() + out_offset, scratch.data());
     // Odometer over the outer loops, the last fastest; partial sums from the changed loop on.
     std::size_t i = outer;
     while (i-- > 0) {
