@@ -21,12 +21,17 @@ double table_size(std::vector<int> const& scope, std::vector<int> const& n) {
 }
 
 // A factor's entry for a full assignment.
-std::int64_t lookup(Factor const& f, std::vector<int> const& n, std::vector<int> const& strategy) {
+std::size_t entry_index(std::vector<int> const& scope, std::vector<int> const& n,
+                        std::vector<int> const& strategy) {
   std::size_t index = 0;
-  for (int v : f.scope)
+  for (int v : scope)
     index = index * static_cast<std::size_t>(n[static_cast<std::size_t>(v)]) +
             static_cast<std::size_t>(strategy[static_cast<std::size_t>(v)]);
-  return f.table[index];
+  return index;
+}
+
+std::int64_t lookup(Factor const& f, std::vector<int> const& n, std::vector<int> const& strategy) {
+  return f.table[entry_index(f.scope, n, strategy)];
 }
 
 // The same factor with its scope sorted (tables permuted), so equal scopes can be merged. Walks
@@ -71,8 +76,9 @@ Factor canonical(Factor f, std::vector<int> const& n) {
 }
 
 // The innermost block of eliminate(): for each of its entries, the minimum over v's strategies
-// of the partial sum `p` plus the leaf factors' entries. NV > 0 fixes v's strategy count at
-// compile time so the sums stay in registers (the common counts, 2-8); NV == 0 is any count.
+// of the partial sum `p` plus the leaf factors' entries, and (when `choice` is given) the first
+// strategy reaching it. NV > 0 fixes v's strategy count at compile time so the sums stay in
+// registers (the common counts, 2-8); NV == 0 is any count.
 struct LeafBlock {
   std::size_t entries = 0;
   std::size_t nv = 0;
@@ -84,7 +90,7 @@ struct LeafBlock {
 
 template <std::size_t NV>
 void min_over_block(LeafBlock const& b, std::int64_t const* p, std::int64_t* out,
-                    std::int64_t* scratch) {
+                    std::uint8_t* choice, std::int64_t* scratch) {
   std::size_t const nv = NV > 0 ? NV : b.nv;
   std::int64_t local[NV > 0 ? NV : 1];
   std::int64_t* sum = NV > 0 ? local : scratch;
@@ -102,6 +108,13 @@ void min_over_block(LeafBlock const& b, std::int64_t const* p, std::int64_t* out
     for (std::size_t s = 1; s < nv; ++s)
       best = std::min(best, sum[s]);
     out[b.out_rel[j]] = best;
+    if (choice) {
+      // The first strategy at the minimum, without branches (ties are common and unpredictable).
+      std::size_t first = nv - 1;
+      for (std::size_t s = nv - 1; s-- > 0;)
+        first = sum[s] == best ? s : first;
+      choice[b.out_rel[j]] = static_cast<std::uint8_t>(first);
+    }
   }
 }
 
@@ -115,7 +128,8 @@ void min_over_block(LeafBlock const& b, std::int64_t const* p, std::int64_t* out
 // whose offsets are tabulated once: large tables are read about once per entry and the
 // per-entry work is a few adds and a min. Summing in another order changes no value (integers),
 // so the tables, and the plans, are those of the plain loop (WResNet-152's DP: 1.6 s -> 0.7 s).
-Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<int> const& n) {
+Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<int> const& n,
+                 std::vector<std::uint8_t>* choice) {
   std::vector<int> scope;
   for (auto const* f : bucket)
     scope.insert(scope.end(), f->scope.begin(), f->scope.end());
@@ -148,7 +162,8 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
     out_stride[pos] = size;
     size *= radix(pos);
   }
-  out.table.assign(static_cast<std::size_t>(size), kInf);
+  out.table.resize(static_cast<std::size_t>(size));  // every entry is written below
+  if (choice) choice->resize(static_cast<std::size_t>(size));
   // Loop order: the largest factor's nodes first, then the next largest's new ones, so that large
   // tables are read once per entry and the innermost loop reads small ones that stay in cache.
   // level[f]: how many loops fix all of f's nodes.
@@ -240,7 +255,8 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
   while (true) {
     for (std::size_t x = 0; x < leaf.size(); ++x)
       lb.table[x] = bucket[leaf[x]]->table.data() + offset[leaf[x]];
-    kernel(lb, partial.data() + outer * nv, out.table.data() + out_offset, scratch.data());
+    kernel(lb, partial.data() + outer * nv, out.table.data() + out_offset,
+           choice ? choice->data() + out_offset : nullptr, scratch.data());
     // Odometer over the outer loops, the last fastest; partial sums from the changed loop on.
     std::size_t i = outer;
     while (i-- > 0) {
@@ -259,6 +275,15 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
   return out;
 }
 
+// What back-substitution needs of one elimination: v's best strategy per assignment of its
+// neighbours (`scope`, mixed radix as a Factor's table), or, when the bucket was split into
+// mini-buckets, the bucket itself.
+struct Step {
+  std::vector<int> scope;
+  std::vector<std::uint8_t> choice;
+  std::vector<Factor> bucket;
+};
+
 class Eliminator {
  public:
   explicit Eliminator(Request const& r) : n_(r.num_strategies), node_factors_(n_.size()) {
@@ -275,7 +300,6 @@ class Eliminator {
     while (!queue_.empty()) {
       int v = queue_.begin()->second;
       queue_.erase(queue_.begin());
-      eliminated_.insert(v);
       order.push_back(v);
       std::vector<int> bucket_ids = node_factors_[static_cast<std::size_t>(v)];
       std::set<int> neighbours;
@@ -286,34 +310,49 @@ class Eliminator {
       }
       for (int u : neighbours)
         queue_.erase({scores_[static_cast<std::size_t>(u)], u});
-      buckets_.emplace_back();
+      std::vector<Factor> bucket;
       for (int id : bucket_ids)
-        buckets_.back().push_back(std::move(factors_[static_cast<std::size_t>(id)]));
-      std::vector<int> scope(neighbours.begin(), neighbours.end());
-      scope.push_back(v);
-      result.largest_scope = std::max(result.largest_scope, static_cast<int>(scope.size()));
-      for (auto const& part : mini_buckets(buckets_.back(), v)) {
-        Factor f = eliminate(part, v, n_);
+        bucket.push_back(std::move(factors_[static_cast<std::size_t>(id)]));
+      result.largest_scope =
+          std::max(result.largest_scope, static_cast<int>(neighbours.size()) + 1);
+      auto parts = mini_buckets(bucket, v);
+      // An exact step keeps only v's best strategy per assignment of its neighbours (a byte per
+      // entry) instead of its bucket's tables: WResNet-152 kept every table it ever built.
+      bool keep_choice = parts.size() == 1 && n_[static_cast<std::size_t>(v)] <= 256;
+      Step step;
+      for (auto const& part : parts) {
+        Factor f = eliminate(part, v, n_, keep_choice ? &step.choice : nullptr);
+        if (keep_choice) step.scope = f.scope;
         if (f.scope.empty())
           constant_ += f.table[0];
         else
           add(std::move(f));
       }
+      if (!keep_choice) step.bucket = std::move(bucket);
+      steps_.push_back(std::move(step));
       for (int u : neighbours)
         queue_.insert({score(u), u});
     }
     result.exact = exact_;
     result.lower_bound = constant_;
     // Back-substitution, last eliminated first: every other node of a bucket is chosen already.
+    // v takes the first strategy minimising its bucket's sum: read from the step's choice table,
+    // or summed from the bucket it kept.
     result.strategy.assign(n_.size(), 0);
     for (std::size_t i = order.size(); i-- > 0;) {
       int v = order[i];
+      Step const& step = steps_[i];
+      if (step.bucket.empty()) {
+        result.strategy[static_cast<std::size_t>(v)] =
+            step.choice[entry_index(step.scope, n_, result.strategy)];
+        continue;
+      }
       std::int64_t best = kInf;
       int choice = 0;
       for (int s = 0; s < n_[static_cast<std::size_t>(v)]; ++s) {
         result.strategy[static_cast<std::size_t>(v)] = s;
         std::int64_t sum = 0;
-        for (auto const& f : buckets_[i])
+        for (auto const& f : step.bucket)
           sum += lookup(f, n_, result.strategy);
         if (sum < best) {
           best = sum;
@@ -414,8 +453,7 @@ class Eliminator {
   std::vector<std::vector<int>> node_factors_;
   std::vector<double> scores_;
   std::set<std::pair<double, int>> queue_;
-  std::set<int> eliminated_;
-  std::vector<std::vector<Factor>> buckets_;  // per elimination step, the factors it summed
+  std::vector<Step> steps_;  // per elimination, in order
   std::int64_t constant_ = 0;
   std::int64_t limit_ = 0;
   bool exact_ = true;
