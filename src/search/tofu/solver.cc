@@ -1,6 +1,7 @@
 #include "search/tofu/solver.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -75,10 +76,7 @@ Factor canonical(Factor f, std::vector<int> const& n) {
   return out;
 }
 
-// The innermost block of eliminate(): for each of its entries, the minimum over v's strategies
-// of the partial sum `p` plus the leaf factors' entries, and (when `choice` is given) the first
-// strategy reaching it. NV > 0 fixes v's strategy count at compile time so the sums stay in
-// registers (the common counts, 2-8); NV == 0 is any count.
+// The innermost loops of eliminate() as a block of entries, and the factors read inside it.
 struct LeafBlock {
   std::size_t entries = 0;
   std::size_t nv = 0;
@@ -88,6 +86,10 @@ struct LeafBlock {
   std::int64_t const* out_rel = nullptr;   // each entry's offset in the output
 };
 
+// For each entry of the block, the minimum over v's strategies of the partial sum `p` plus the
+// leaf factors' entries, and (when `choice` is given) the first strategy reaching it. NV > 0
+// fixes v's strategy count at compile time so the sums stay in registers (the common counts,
+// 2-8); NV == 0 is any count.
 template <std::size_t NV>
 void min_over_block(LeafBlock const& b, std::int64_t const* p, std::int64_t* out,
                     std::uint8_t* choice, std::int64_t* scratch) {
@@ -118,16 +120,54 @@ void min_over_block(LeafBlock const& b, std::int64_t const* p, std::int64_t* out
   }
 }
 
+using BlockKernel = void (*)(LeafBlock const&, std::int64_t const*, std::int64_t*, std::uint8_t*,
+                             std::int64_t*);
+
+BlockKernel block_kernel(std::size_t nv) {
+  static constexpr BlockKernel fixed[] = {min_over_block<0>, min_over_block<1>, min_over_block<2>,
+                                          min_over_block<3>, min_over_block<4>, min_over_block<5>,
+                                          min_over_block<6>, min_over_block<7>, min_over_block<8>};
+  return nv < std::size(fixed) ? fixed[nv] : min_over_block<0>;
+}
+
+// eliminate()'s loop order over the output scope's positions: the largest factor's nodes first,
+// then the next largest's new ones, so that large tables are read about once per entry and the
+// innermost loops read small ones that stay in cache. `stride[f * m + pos]` is nonzero where
+// factor f has the node at pos; level[f] becomes how many loops fix all of f's nodes.
+std::vector<std::size_t> loop_order(std::vector<Factor const*> const& bucket,
+                                    std::vector<std::int64_t> const& stride, std::size_t m,
+                                    std::vector<std::size_t>& level) {
+  std::size_t k = bucket.size();
+  std::vector<std::size_t> by_size(k), order;
+  for (std::size_t f = 0; f < k; ++f)
+    by_size[f] = f;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
+    return bucket[a]->table.size() > bucket[b]->table.size();
+  });
+  std::vector<bool> placed(m, false);
+  for (std::size_t f : by_size)
+    for (std::size_t pos = 0; pos < m; ++pos)
+      if (stride[f * m + pos] != 0 && !placed[pos]) {
+        placed[pos] = true;
+        order.push_back(pos);
+      }
+  level.assign(k, 0);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t f = 0; f < k; ++f)
+      if (stride[f * m + order[i]] != 0) level[f] = i + 1;
+  return order;
+}
+
 // Minimises node v out of `bucket` (factors that all mention v): a factor over the union of
 // their scopes without v.
 //
 // Issue 5: this was one loop over the output's entries reading every factor for every strategy
-// of v, plus an odometer over every factor, per entry. Now the scope is looped over with the
-// largest factor's nodes outermost, each factor's entries for all strategies of v are added once
-// at the loop where its last node is fixed (partial sums), and the innermost loops form a block
-// whose offsets are tabulated once: large tables are read about once per entry and the
-// per-entry work is a few adds and a min. Summing in another order changes no value (integers),
-// so the tables, and the plans, are those of the plain loop (WResNet-152's DP: 1.6 s -> 0.7 s).
+// of v, plus an odometer over every factor, per entry (half of WResNet-152's search). Now the
+// scope is looped over in loop_order(), each factor's entries for all strategies of v are added
+// once at the loop where its last node is fixed (partial sums), and the innermost loops form a
+// block whose offsets are tabulated once: the per-entry work is a few adds and a min. Summing in
+// another order changes no value (integers), so the tables, and the plans, are those of the
+// plain loop. `choice`, when given, receives v's first best strategy per output entry.
 Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<int> const& n,
                  std::vector<std::uint8_t>* choice) {
   std::vector<int> scope;
@@ -164,25 +204,8 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
   }
   out.table.resize(static_cast<std::size_t>(size));  // every entry is written below
   if (choice) choice->resize(static_cast<std::size_t>(size));
-  // Loop order: the largest factor's nodes first, then the next largest's new ones, so that large
-  // tables are read once per entry and the innermost loop reads small ones that stay in cache.
-  // level[f]: how many loops fix all of f's nodes.
-  std::vector<std::size_t> by_size(k), order, level(k, 0);
-  for (std::size_t f = 0; f < k; ++f)
-    by_size[f] = f;
-  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
-    return bucket[a]->table.size() > bucket[b]->table.size();
-  });
-  std::vector<bool> placed(m, false);
-  for (std::size_t f : by_size)
-    for (std::size_t pos = 0; pos < m; ++pos)
-      if (stride[f * m + pos] != 0 && !placed[pos]) {
-        placed[pos] = true;
-        order.push_back(pos);
-      }
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t f = 0; f < k; ++f)
-      if (stride[f * m + order[i]] != 0) level[f] = i + 1;
+  std::vector<std::size_t> level;
+  std::vector<std::size_t> order = loop_order(bucket, stride, m, level);
   auto nv = static_cast<std::size_t>(n[static_cast<std::size_t>(v)]);
   // The innermost loops form a block of up to kBlock entries whose offsets are tabulated once, so
   // the odometer and the partial sums below run once per block rather than once per entry.
@@ -238,18 +261,7 @@ Factor eliminate(std::vector<Factor const*> const& bucket, int v, std::vector<in
     lb.v_stride.push_back(v_stride[leaf[x]]);
   }
   lb.out_rel = rel.data() + leaf.size() * block_size;
-  auto kernel = min_over_block<0>;
-  switch (nv) {
-  case 1: kernel = min_over_block<1>; break;
-  case 2: kernel = min_over_block<2>; break;
-  case 3: kernel = min_over_block<3>; break;
-  case 4: kernel = min_over_block<4>; break;
-  case 5: kernel = min_over_block<5>; break;
-  case 6: kernel = min_over_block<6>; break;
-  case 7: kernel = min_over_block<7>; break;
-  case 8: kernel = min_over_block<8>; break;
-  default: break;
-  }
+  BlockKernel kernel = block_kernel(nv);
   std::vector<std::int64_t> digits(outer, 0), scratch(nv);
   std::int64_t out_offset = 0;
   while (true) {
