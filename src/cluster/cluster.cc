@@ -36,6 +36,10 @@ std::optional<FlopsPerSecond> Device::peak_for(ir::DType dtype) const {
   return it->second;
 }
 
+bool copies_on_compute(Device const& device) {
+  return device.kind == "cpu-core";
+}
+
 std::string_view switch_kind_name(SwitchKind kind) {
   return switch_kind_names[static_cast<std::size_t>(kind)];
 }

@@ -40,6 +40,12 @@ struct Device {
   std::optional<FlopsPerSecond> peak_for(ir::DType dtype) const;
 };
 
+// Whether the device moves data with its own compute stream, having no copy engine: the runtime's
+// CPU cores (kind "cpu-core"), whose worker thread runs every transfer into its device (and its
+// share of a collective) between its compute tasks. The simulator then holds the stream for the
+// copy; a GPU's copies overlap its kernels.
+bool copies_on_compute(Device const& device);
+
 // A machine: its devices share one host (CPU memory), the target of swapping.
 struct Node {
   std::string name;  // e.g. "node0"; its host vertex is named "<name>/host"

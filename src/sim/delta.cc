@@ -150,7 +150,7 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       costs[c] = cost_of(p.collectives[c], *cost_);
       ++work_.tasks_priced;
     }
-    timings.collectives.push_back(timing_of(costs[c], cost_->cluster().num_devices()));
+    timings.collectives.push_back(timing_of(costs[c], p.collectives[c], cost_->cluster()));
   }
 
   // The restart time T: the old run's nodes that became ready before T are taken again exactly

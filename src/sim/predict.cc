@@ -70,6 +70,8 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
     for_each_channel(t, c, [&](std::size_t channel) {
       timing.resources.push_back(static_cast<ResourceId>(c.num_devices() + channel));
     });
+    if (t.kind == lower::TaskKind::transfer && copies_on_compute(c.devices()[dev.value()]))
+      timing.resources.push_back(static_cast<ResourceId>(t.device));
     return timing;
   }
   ir::DType dtype = graph.tensor(t.tensor).type.dtype;
@@ -98,10 +100,14 @@ cost::CollectiveCost cost_of(lower::Collective const& collective, cost::CostMode
   return cost::collective_cost(cost.cluster(), cost_kind(collective.kind), collective.bytes, group);
 }
 
-TaskTiming timing_of(cost::CollectiveCost const& collective, std::size_t num_devices) {
-  TaskTiming timing{collective.time.value(), {}};
-  for (auto const& [channel, bytes] : collective.channel_bytes)
-    timing.resources.push_back(static_cast<ResourceId>(num_devices + channel));
+TaskTiming timing_of(cost::CollectiveCost const& price, lower::Collective const& collective,
+                     cluster::Cluster const& c) {
+  TaskTiming timing{price.time.value(), {}};
+  for (auto const& [channel, bytes] : price.channel_bytes)
+    timing.resources.push_back(static_cast<ResourceId>(c.num_devices() + channel));
+  for (int d : collective.group)
+    if (copies_on_compute(c.devices()[static_cast<std::size_t>(d)]))
+      timing.resources.push_back(static_cast<ResourceId>(d));
   return timing;
 }
 
@@ -121,8 +127,9 @@ Timings timings_of(lower::Program const& program, ir::Graph const& graph,
   out.tasks.reserve(program.tasks.size());
   for (auto const& t : program.tasks)
     out.tasks.push_back(timing_of(t, graph, cost));
-  for (auto const& c : collective_costs)
-    out.collectives.push_back(timing_of(c, cost.cluster().num_devices()));
+  for (std::size_t i = 0; i < collective_costs.size(); ++i)
+    out.collectives.push_back(
+        timing_of(collective_costs[i], program.collectives[i], cost.cluster()));
   return out;
 }
 
@@ -349,7 +356,14 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   p.sim = std::move(sim);
   p.step_time_s = p.sim.step_seconds;
   p.samples_per_s = p.step_time_s > 0 ? static_cast<double>(samples_per_step) / p.step_time_s : 0;
-  p.device_compute_s = p.sim.compute_seconds;
+  // Compute and reduce time per device (the compute streams' busy time, less the copies that a
+  // device without a copy engine runs on its stream).
+  p.device_compute_s.assign(static_cast<std::size_t>(program.num_devices), 0.0);
+  for (std::size_t i = 0; i < index->facts.size(); ++i) {
+    auto const& t = index->facts[i];
+    if (t.kind == lower::TaskKind::compute || (t.kind == lower::TaskKind::reduce && !t.member))
+      p.device_compute_s[static_cast<std::size_t>(t.device)] += timings.tasks[i].seconds;
+  }
   add_breakdown(p, program, *index);
   std::size_t links_from = c.num_devices();  // resources: compute streams, then link directions
   for (std::size_t r = links_from; r < resources.size(); ++r)

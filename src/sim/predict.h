@@ -20,7 +20,8 @@ std::vector<Resource> resources_of(cluster::Cluster const& cluster);
 TaskTiming timing_of(lower::Task const& task, ir::Graph const& graph, cost::CostModel const& cost);
 // A collective priced by its algorithm over the group's routes (cost::collective_cost).
 cost::CollectiveCost cost_of(lower::Collective const& collective, cost::CostModel const& cost);
-TaskTiming timing_of(cost::CollectiveCost const& collective, std::size_t num_devices);
+TaskTiming timing_of(cost::CollectiveCost const& price, lower::Collective const& collective,
+                     cluster::Cluster const& cluster);
 
 std::vector<cost::CollectiveCost> collective_costs(lower::Program const& program,
                                                    cost::CostModel const& cost);

@@ -237,8 +237,12 @@ TEST(Lowering, ForwardAndBackwardReadersOfAWeightFetchItSeparately) {
       EXPECT_TRUE(backward(d)) << w.name;
     for (TaskId i = 0; i < program->tasks.size(); ++i)
       for (TaskId d : program->tasks[i].deps) {
-        if (d == fetches[0]) EXPECT_FALSE(backward(i)) << w.name;
-        if (d == fetches[1]) EXPECT_TRUE(backward(i)) << w.name;
+        if (d == fetches[0]) {
+          EXPECT_FALSE(backward(i)) << w.name;
+        }
+        if (d == fetches[1]) {
+          EXPECT_TRUE(backward(i)) << w.name;
+        }
       }
     ++weights_checked;
   }

@@ -122,6 +122,7 @@ std::int64_t lowered_bytes(ir::Graph const& g, std::vector<plan::OpConfig> const
   plan::Plan p = plan::single_device_plan(g, r);
   p.num_devices = devices;
   p.ops = configs;
+  p.fetch = tofu_fetch;
   auto program = lower::lower(g, p, r);
   EXPECT_TRUE(program.has_value()) << program.error().to_string();
   std::int64_t bytes = 0;

@@ -88,7 +88,7 @@ TEST(Collectives, SixteenDeviceAllGatherIsSlowerPerByteOnTwoNodes) {
     program.collectives.push_back(ag);
     Timings timings;
     timings.tasks.resize(program.tasks.size());
-    timings.collectives.push_back(timing_of(cost_of(ag, cost), cluster.num_devices()));
+    timings.collectives.push_back(timing_of(cost_of(ag, cost), ag, cluster));
     auto r = simulate(program, timings, resources);
     EXPECT_EQ(r.step_seconds, cost_of(ag, cost).time.value());
     return cost::bus_bandwidth(cost::CollectiveKind::all_gather, bytes, n, Seconds(r.step_seconds))
