@@ -21,12 +21,15 @@ Expected<TrainingRun> run_training(Executor const& executor, TrainingConfig cons
   for (int s = 0; s < config.steps; ++s) {
     auto step = executor.run_step(sources, config.exec);
     if (!step) return std::move(step).error().with_context("in step " + std::to_string(s + 1));
-    if (s + 1 == config.steps) run.last_sources = sources;
-    for (auto const& u : updates) {
-      auto it = step->values.find(graph.tensor(u.next).name);
-      if (it != step->values.end()) sources[graph.tensor(u.state).name] = it->second;
+    if (s + 1 == config.steps) {  // what the check re-runs: the last step, from its sources
+      run.last = std::move(step->values);
+      run.last_sources = std::move(sources);
+    } else {
+      for (auto const& u : updates) {
+        auto it = step->values.find(graph.tensor(u.next).name);
+        if (it != step->values.end()) sources[graph.tensor(u.state).name] = it->second;
+      }
     }
-    if (s + 1 == config.steps) run.last = std::move(step->values);
     step->values.clear();
     run.steps.push_back(std::move(*step));
   }

@@ -356,15 +356,9 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   p.sim = std::move(sim);
   p.step_time_s = p.sim.step_seconds;
   p.samples_per_s = p.step_time_s > 0 ? static_cast<double>(samples_per_step) / p.step_time_s : 0;
-  // Compute and reduce time per device (the compute streams' busy time, less the copies that a
-  // device without a copy engine runs on its stream).
+  // Compute and reduce time per device, summed below: the compute streams' busy time less the
+  // copies that a device without a copy engine runs on its stream.
   p.device_compute_s.assign(static_cast<std::size_t>(program.num_devices), 0.0);
-  for (std::size_t i = 0; i < index->facts.size(); ++i) {
-    auto const& t = index->facts[i];
-    if (t.kind == lower::TaskKind::compute || (t.kind == lower::TaskKind::reduce && !t.member))
-      p.device_compute_s[static_cast<std::size_t>(t.device)] += timings.tasks[i].seconds;
-  }
-  add_breakdown(p, program, *index);
   std::size_t links_from = c.num_devices();  // resources: compute streams, then link directions
   for (std::size_t r = links_from; r < resources.size(); ++r)
     p.breakdown.comm_s = std::max(p.breakdown.comm_s, p.sim.busy_seconds[r]);
@@ -382,12 +376,14 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
     if (t.kind == lower::TaskKind::compute || (t.kind == lower::TaskKind::reduce && !t.member)) {
       ++p.priced_tasks;
       p.measured_tasks += timings.tasks[i].measured ? 1 : 0;
+      p.device_compute_s[static_cast<std::size_t>(t.device)] += timings.tasks[i].seconds;
     }
     if (t.kind == lower::TaskKind::transfer) p.comm_bytes += t.bytes;
     if (is_swap(t.kind)) p.swap_bytes += t.bytes;
     if (t.member) continue;
     for_each_channel(t, c, [&](std::size_t channel) { add_traffic(channel, t.bytes); });
   }
+  add_breakdown(p, program, *index);
   for (std::size_t i = 0; i < program.collectives.size(); ++i) {
     auto const& col = program.collectives[i];
     auto const& price = collective_costs[i];

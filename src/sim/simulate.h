@@ -48,7 +48,8 @@ struct SimResult {
   double step_seconds = 0;
   std::vector<TaskSpan> spans;       // per task
   std::vector<double> busy_seconds;  // per resource
-  // Per device: compute busy time, and the time its compute stream waited with nothing ready.
+  // Per device: its compute stream's busy time (copies included on a device that runs them on
+  // its stream, cluster::copies_on_compute), and the time the stream waited with nothing ready.
   std::vector<double> compute_seconds;
   std::vector<double> idle_seconds;
 };
