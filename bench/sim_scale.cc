@@ -129,7 +129,7 @@ ThroughputFigures throughput(int runs) {
     auto program = must(lower::lower(s.graph, s.plan, *s.registry));
     lower_t.push_back(seconds_since(t0));
     t0 = Clock::now();
-    auto costs = sim::collective_costs(program, cost);
+    auto costs = sim::collective_costs(program, s.graph, cost);
     auto timings = sim::timings_of(program, s.graph, cost, costs);
     price_t.push_back(seconds_since(t0));
     t0 = Clock::now();

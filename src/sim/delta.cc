@@ -57,7 +57,7 @@ Expected<DeltaSimulator> DeltaSimulator::create(ir::Graph const& graph, plan::Pl
 
 void DeltaSimulator::simulate_all() {
   auto const& program = lowering_.program();
-  costs_ = collective_costs(program, *cost_);
+  costs_ = collective_costs(program, *graph_, *cost_);
   timings_ = timings_of(program, *graph_, *cost_, costs_);
   index_ = index_of(*graph_, program);
   run_ = run_event_loop(program, timings_, resources_, {}, &index_.deps);
@@ -147,7 +147,7 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       new_of[old.tasks + oc] = static_cast<NodeId>(n + c);
       costs[c] = std::move(costs_[oc]);
     } else {
-      costs[c] = cost_of(p.collectives[c], *cost_);
+      costs[c] = cost_of(p.collectives[c], p, *graph_, *cost_);
       ++work_.tasks_priced;
     }
     timings.collectives.push_back(timing_of(costs[c], p.collectives[c], cost_->cluster()));

@@ -58,6 +58,29 @@ bool is_swap(lower::TaskKind kind) {
 
 }  // namespace
 
+namespace {
+
+// A compute or reduce task's time on its device's compute stream.
+cost::ComputeCost price_compute(lower::Task const& t, ir::Graph const& graph,
+                                cost::CostModel const& cost) {
+  ir::DType dtype = graph.tensor(t.tensor).type.dtype;
+  auto const& op = graph.op(t.op);
+  cost::ComputeRequest request{op.type, &op.attrs, dtype, t.iteration, t.flops, t.bytes,
+                               device_id(t.device)};
+  ir::Attrs reduce_attrs;  // a reduce task is keyed by its members and region in profiles
+  if (t.kind == lower::TaskKind::reduce) {
+    std::int64_t region = tdl::box_volume(t.region) * ir::dtype_bytes(dtype);
+    reduce_attrs.set("members", static_cast<std::int64_t>(t.deps.size()));
+    request.op_type = "reduce";
+    request.attrs = &reduce_attrs;
+    request.box = t.region;
+    request.bytes = Bytes(region * static_cast<std::int64_t>(t.deps.size() + 1));
+  }
+  return cost.compute(request);
+}
+
+}  // namespace
+
 TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostModel const& cost) {
   if (t.collective != lower::no_collective) return {};
   auto const& c = cost.cluster();
@@ -74,30 +97,32 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
       timing.resources.push_back(static_cast<ResourceId>(t.device));
     return timing;
   }
-  ir::DType dtype = graph.tensor(t.tensor).type.dtype;
-  auto const& op = graph.op(t.op);
-  cost::ComputeRequest request{op.type, &op.attrs, dtype, t.iteration, t.flops, t.bytes, dev};
-  ir::Attrs reduce_attrs;  // a reduce task is keyed by its members and region in profiles
-  if (t.kind == lower::TaskKind::reduce) {
-    std::int64_t region = tdl::box_volume(t.region) * ir::dtype_bytes(dtype);
-    reduce_attrs.set("members", static_cast<std::int64_t>(t.deps.size()));
-    request.op_type = "reduce";
-    request.attrs = &reduce_attrs;
-    request.box = t.region;
-    request.bytes = Bytes(region * static_cast<std::int64_t>(t.deps.size() + 1));
-  }
-  auto priced = cost.compute(request);
+  auto priced = price_compute(t, graph, cost);
   timing.seconds = priced.time.value();
   timing.measured = priced.measured;
   timing.resources.push_back(static_cast<ResourceId>(t.device));
   return timing;
 }
 
-cost::CollectiveCost cost_of(lower::Collective const& collective, cost::CostModel const& cost) {
+cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program const& program,
+                             ir::Graph const& graph, cost::CostModel const& cost) {
+  auto const& c = cost.cluster();
   std::vector<cluster::DeviceId> group;
   for (int d : collective.group)
     group.push_back(device_id(d));
-  return cost::collective_cost(cost.cluster(), cost_kind(collective.kind), collective.bytes, group);
+  auto price = cost::collective_cost(c, cost_kind(collective.kind), collective.bytes, group);
+  // A device that copies on its compute stream also combines the partial results there, after
+  // its copies (the runtime's reduce members on CPU cores); a GPU's reductions run inside the
+  // collective's kernels at line rate. The slowest device's reductions lengthen the collective.
+  std::vector<double> reducing(c.num_devices(), 0.0);
+  for (auto m : collective.members) {
+    auto const& t = program.tasks[m];
+    if (t.kind == lower::TaskKind::reduce &&
+        copies_on_compute(c.devices()[static_cast<std::size_t>(t.device)]))
+      reducing[static_cast<std::size_t>(t.device)] += price_compute(t, graph, cost).time.value();
+  }
+  price.time = Seconds(price.time.value() + *std::max_element(reducing.begin(), reducing.end()));
+  return price;
 }
 
 TaskTiming timing_of(cost::CollectiveCost const& price, lower::Collective const& collective,
@@ -112,11 +137,12 @@ TaskTiming timing_of(cost::CollectiveCost const& price, lower::Collective const&
 }
 
 std::vector<cost::CollectiveCost> collective_costs(lower::Program const& program,
+                                                   ir::Graph const& graph,
                                                    cost::CostModel const& cost) {
   std::vector<cost::CollectiveCost> out;
   out.reserve(program.collectives.size());
   for (auto const& c : program.collectives)
-    out.push_back(cost_of(c, cost));
+    out.push_back(cost_of(c, program, graph, cost));
   return out;
 }
 
@@ -403,7 +429,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
 
 Prediction predict(ir::Graph const& graph, lower::Program const& program,
                    cost::CostModel const& cost, std::int64_t samples_per_step) {
-  auto costs = collective_costs(program, cost);
+  auto costs = collective_costs(program, graph, cost);
   auto timings = timings_of(program, graph, cost, costs);
   auto sim = simulate(program, timings, resources_of(cost.cluster()));
   return summarize(graph, program, cost, costs, timings, std::move(sim), samples_per_step);

@@ -18,12 +18,16 @@ std::vector<Resource> resources_of(cluster::Cluster const& cluster);
 
 // A task's duration and resources; a member of a collective gets none (the collective has them).
 TaskTiming timing_of(lower::Task const& task, ir::Graph const& graph, cost::CostModel const& cost);
-// A collective priced by its algorithm over the group's routes (cost::collective_cost).
-cost::CollectiveCost cost_of(lower::Collective const& collective, cost::CostModel const& cost);
+// A collective priced by its algorithm over the group's routes (cost::collective_cost), plus, on
+// devices that copy on their compute stream (cluster::copies_on_compute), the slowest device's
+// reduce members priced as compute.
+cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program const& program,
+                             ir::Graph const& graph, cost::CostModel const& cost);
 TaskTiming timing_of(cost::CollectiveCost const& price, lower::Collective const& collective,
                      cluster::Cluster const& cluster);
 
 std::vector<cost::CollectiveCost> collective_costs(lower::Program const& program,
+                                                   ir::Graph const& graph,
                                                    cost::CostModel const& cost);
 Timings timings_of(lower::Program const& program, ir::Graph const& graph,
                    cost::CostModel const& cost,

@@ -1,5 +1,6 @@
 // The executor on small models: partitioned runs compute what the unpartitioned graph computes,
 // blocks are freed after their last reader, and the workers' figures add up.
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 
@@ -206,6 +207,74 @@ TEST(Executor, OneDevicePeakIsThePredictedPeak) {
     auto measured = static_cast<double>(step->devices[0].peak.value());
     auto expected = static_cast<double>(predicted.peak_memory_bytes[0]);
     EXPECT_NEAR(measured, expected, 0.15 * expected) << spec;
+  }
+}
+
+// A worker takes its tasks as they become ready, ties broken by content: the simulator's policy.
+// On one device the order is then the simulated order whatever the durations (a task's ready time
+// is its last dependency's end, which on one stream is its position), and it does not depend on
+// where a task sits in the list: a program listed in another topological order runs the same.
+TEST(Executor, OneDeviceRunsTasksInTheSimulatedOrder) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto cluster = *cluster::load_cluster("cpu:devices=1");
+  for (char const* spec : {mlp, "gpt:layers=1,hidden=8,heads=2,seq=4,vocab=7,batch=2"}) {
+    auto g = training_graph(spec, *registry);
+    auto program = *lower::lower(g, plan::single_device_plan(g, *registry), *registry);
+    auto predicted = sim::predict(g, program, cost::CostModel(cluster), 1);
+    auto by_start = [](auto const& spans, auto start) {
+      std::vector<lower::TaskId> order(spans.size());
+      for (lower::TaskId i = 0; i < order.size(); ++i)
+        order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+        return start(spans[a]) < start(spans[b]);
+      });
+      return order;
+    };
+    auto simulated = by_start(predicted.sim.spans, [](auto const& s) { return s.start; });
+
+    // The same program listed backwards wherever the dependencies allow (a task is placed as
+    // late as possible), its ids renumbered.
+    auto const& tasks = program.tasks;
+    std::vector<std::vector<lower::TaskId>> readers(tasks.size());
+    std::vector<std::size_t> unplaced(tasks.size(), 0);
+    for (lower::TaskId i = 0; i < tasks.size(); ++i)
+      for (auto d : tasks[i].deps)
+        readers[d].push_back(i), ++unplaced[i];
+    std::vector<lower::TaskId> listed;  // old ids in the new list's order
+    std::vector<lower::TaskId> ready;
+    for (lower::TaskId i = 0; i < tasks.size(); ++i)
+      if (unplaced[i] == 0) ready.push_back(i);
+    while (!ready.empty()) {
+      auto at = std::max_element(ready.begin(), ready.end());
+      lower::TaskId t = *at;
+      ready.erase(at);
+      listed.push_back(t);
+      for (auto r : readers[t])
+        if (--unplaced[r] == 0) ready.push_back(r);
+    }
+    ASSERT_EQ(listed.size(), tasks.size());
+    EXPECT_NE(listed, simulated) << spec << ": the relisted program should differ";
+    std::vector<lower::TaskId> new_id(tasks.size());
+    for (lower::TaskId k = 0; k < listed.size(); ++k)
+      new_id[listed[k]] = k;
+    lower::Program relisted = program;
+    for (lower::TaskId k = 0; k < listed.size(); ++k) {
+      relisted.tasks[k] = tasks[listed[k]];
+      for (auto& d : relisted.tasks[k].deps)
+        d = new_id[d];
+    }
+
+    for (auto const* p : {&program, &relisted}) {
+      auto exec = Executor::create(g, *p, *registry, devices_of(cluster));
+      ASSERT_TRUE(exec.has_value());
+      auto step = exec->run_step(synthetic_sources(g, 0), {});
+      ASSERT_TRUE(step.has_value()) << step.error().to_string();
+      auto ran = by_start(step->spans, [](auto const& s) { return s.start_s; });
+      if (p == &relisted)
+        for (auto& id : ran)
+          id = listed[id];
+      EXPECT_EQ(ran, simulated) << spec << (p == &relisted ? " (relisted)" : "");
+    }
   }
 }
 

@@ -44,7 +44,7 @@ TEST(Collectives, DataParallelMlpReduceScattersGradientsAndAllGathersWeights) {
       EXPECT_EQ(col.kind, lower::CollectiveKind::reduce_scatter);
       EXPECT_EQ(role, ir::TensorRole::gradient) << summary.tensor;
     }
-    auto price = cost_of(col, cost);
+    auto price = cost_of(col, *program, graph, cost);
     EXPECT_EQ(summary.algorithm, "ring");
     EXPECT_EQ(summary.seconds, price.time.value());
     EXPECT_GT(summary.seconds, 0);
@@ -88,9 +88,11 @@ TEST(Collectives, SixteenDeviceAllGatherIsSlowerPerByteOnTwoNodes) {
     program.collectives.push_back(ag);
     Timings timings;
     timings.tasks.resize(program.tasks.size());
-    timings.collectives.push_back(timing_of(cost_of(ag, cost), ag, cluster));
+    auto registry = ops::OpRegistry::with_builtins();
+    auto none = *ir::Graph::create({}, {}, *registry);  // no reduce members to price
+    timings.collectives.push_back(timing_of(cost_of(ag, program, none, cost), ag, cluster));
     auto r = simulate(program, timings, resources);
-    EXPECT_EQ(r.step_seconds, cost_of(ag, cost).time.value());
+    EXPECT_EQ(r.step_seconds, cost_of(ag, program, none, cost).time.value());
     return cost::bus_bandwidth(cost::CollectiveKind::all_gather, bytes, n, Seconds(r.step_seconds))
         .value();
   };
