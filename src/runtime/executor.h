@@ -1,6 +1,7 @@
 // The executor (DESIGN.md "Runtime"): runs one training step of a lowered program with one worker
-// thread per device. Each worker takes its device's tasks in program order and waits for their
-// dependencies; compute tasks run a kernel from the registry or, where none handles them, the TDL
+// thread per device. Each worker runs its device's tasks as they become ready, first come first
+// served, ties broken by content (the simulator's FIFO policy, so measured and simulated steps
+// take the same order); compute tasks run a kernel from the registry or, where none handles them, the TDL
 // reference interpreter; transfers go through the communication backend; reduce tasks and copies
 // are plain loops; swaps move blocks to and from a host pool. Every block is charged to its
 // device's arena and freed after its last reader (lower::output_lifetimes, the simulator's rule).
