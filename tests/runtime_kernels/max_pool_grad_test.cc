@@ -1,11 +1,12 @@
-// max_pool2d_grad's loop kernel against the interpreter at pooling geometries (kernel 2 and 3,
-// stride 1 and 2, padding 0 and 1, dilation 1 and 2, non-square, ceil mode), on pieces split the
-// way plans split them: along the batch and channels, and along rows and columns (halos, windows
-// cut by the piece's border, padding at the tensor's border, rows no window reads). Every such
-// piece must run on the kernel; a piece that splits the window (dy, dx) is a partial sum the
-// kernel leaves to the expression kernel. X and Y are small integers so that X equals its
-// window's max often, ties included.
+// max_pool2d_grad's loop kernel against the interpreter at pooling geometries (kernel 1, 2 and 3,
+// stride 1 and 2, padding 0 and 1, symmetric or not, dilation 1 and 2, non-square, ceil mode), on
+// pieces split the way plans split them: along the batch and channels, and along rows and columns
+// (halos, windows cut by the piece's border, padding at the tensor's border, rows no window
+// reads). Every such piece must run on the kernel; a piece that splits the window (dy, dx) is a
+// partial sum the kernel leaves to the expression kernel. X and Y are small integers so that X
+// equals its window's max often, ties included.
 #include <gtest/gtest.h>
+#include <optional>
 
 #include "harness.h"
 
@@ -20,21 +21,27 @@ constexpr double tolerance = 1e-5;  // sums of a few fp32 values against fp64
 struct Geometry {
   std::int64_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw;
   bool ceil = false;
+  std::optional<std::int64_t> pb = {}, pr = {};  // bottom and right padding; ph and pw when absent
 };
 
 std::vector<Geometry> const geometries = {
-    {2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 1, 1},   {2, 3, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1},
-    {1, 4, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},   {2, 2, 10, 9, 3, 3, 1, 1, 1, 1, 2, 2},
-    {1, 3, 11, 11, 3, 3, 2, 2, 1, 1, 2, 2}, {2, 2, 8, 8, 2, 2, 1, 1, 0, 0, 1, 1},
-    {1, 2, 9, 8, 3, 2, 2, 1, 1, 0, 1, 2},   {2, 2, 10, 10, 3, 3, 2, 2, 1, 1, 1, 1, true},
-    {1, 2, 9, 9, 1, 1, 2, 2, 0, 0, 1, 1},  // 1x1 stride 2: odd rows get nothing
+    {2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 1, 1},
+    {2, 3, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1},
+    {1, 4, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1},
+    {2, 2, 10, 9, 3, 3, 1, 1, 1, 1, 2, 2},
+    {1, 3, 11, 11, 3, 3, 2, 2, 1, 1, 2, 2},
+    {2, 2, 8, 8, 2, 2, 1, 1, 0, 0, 1, 1},
+    {1, 2, 9, 8, 3, 2, 2, 1, 1, 0, 1, 2},
+    {2, 2, 10, 10, 3, 3, 2, 2, 1, 1, 1, 1, true},
+    {1, 2, 9, 9, 1, 1, 2, 2, 0, 0, 1, 1},               // 1x1 stride 2: odd rows get nothing
+    {1, 2, 8, 9, 3, 3, 2, 2, 1, 0, 1, 1, false, 0, 1},  // (top, left, bottom, right) padding
 };
 
-std::int64_t out_size(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p,
-                      std::int64_t d, bool ceil) {
-  std::int64_t span = in + 2 * p - d * (k - 1) - 1;
+std::int64_t out_size(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p0,
+                      std::int64_t p1, std::int64_t d, bool ceil) {
+  std::int64_t span = in + p0 + p1 - d * (k - 1) - 1;
   std::int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
-  if (ceil && (o - 1) * s >= in + p) --o;
+  if (ceil && (o - 1) * s >= in + p0) --o;
   return o;
 }
 
@@ -42,12 +49,13 @@ Expected<OpCase> pool_case(ops::OpRegistry const& ops, Geometry const& g, std::m
   ir::Attrs a;
   a.set("kernel", std::vector<std::int64_t>{g.kh, g.kw});
   a.set("stride", std::vector<std::int64_t>{g.sh, g.sw});
-  a.set("padding", std::vector<std::int64_t>{g.ph, g.pw});
+  std::int64_t pb = g.pb.value_or(g.ph), pr = g.pr.value_or(g.pw);
+  a.set("padding", std::vector<std::int64_t>{g.ph, g.pw, pb, pr});
   a.set("dilation", std::vector<std::int64_t>{g.dh, g.dw});
   a.set("ceil_mode", std::int64_t{g.ceil});
   ir::Shape x = {g.n, g.c, g.h, g.w};
-  ir::Shape y = {g.n, g.c, out_size(g.h, g.kh, g.sh, g.ph, g.dh, g.ceil),
-                 out_size(g.w, g.kw, g.sw, g.pw, g.dw, g.ceil)};
+  ir::Shape y = {g.n, g.c, out_size(g.h, g.kh, g.sh, g.ph, pb, g.dh, g.ceil),
+                 out_size(g.w, g.kw, g.sw, g.pw, pr, g.dw, g.ceil)};
   InputFill small{0, 0, /*int_hi=*/3};
   return make_case(ops, "max_pool2d_grad",
                    {{x, ir::DType::fp32}, {y, ir::DType::fp32}, {y, ir::DType::fp32}}, a,
