@@ -44,6 +44,7 @@ std::map<std::string, std::string> const expected_kernels = {
     {"cross_entropy", "loop_rows"},
     {"cross_entropy_grad", "loop_rows"},
     {"embedding_grad", "loop_embedding_grad"},
+    {"max_pool2d_grad", "loop_max_pool_grad"},
 };
 
 struct Coverage {

@@ -26,5 +26,7 @@ std::unique_ptr<Kernel> make_expression_kernel();
 std::unique_ptr<Kernel> make_row_kernel();
 // embedding_grad as a scatter-add (loop_kernels.cc).
 std::unique_ptr<Kernel> make_embedding_grad_kernel();
+// max_pool2d_grad as a gather over each position's windows (max_pool_grad_kernel.cc).
+std::unique_ptr<Kernel> make_max_pool_grad_kernel();
 
 }  // namespace cleave::runtime

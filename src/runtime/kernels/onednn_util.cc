@@ -1,5 +1,7 @@
 #include "runtime/kernels/onednn_util.h"
 
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace cleave::runtime::detail {
@@ -20,14 +22,62 @@ dnnl::primitive_attr default_attr() {
   return attr;
 }
 
+namespace {
+
+// One thread's staging and scratchpad buffers. Uninitialised: every user overwrites what it reads.
+struct BufferSet {
+  static constexpr int slots = 5;
+  std::unique_ptr<std::byte[]> data[slots];
+  std::size_t size[slots] = {};
+};
+
+// Buffer sets outlive the threads that used them. The executor starts fresh worker threads every
+// step; were a thread's buffers freed with it, the next step's first call of each large primitive
+// would allocate its scratchpad again, and glibc maps a block over its mmap threshold afresh (and
+// unmaps it on free), so every page faults in again: ResNet-18's 512-channel conv2d_grad_weight
+// piece books a 38 MB gemm scratchpad, and its first call per step took 65 ms instead of 9 ms.
+class BufferPool {
+ public:
+  std::unique_ptr<BufferSet> take() {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) return std::make_unique<BufferSet>();
+    auto set = std::move(free_.back());
+    free_.pop_back();
+    return set;
+  }
+  void give_back(std::unique_ptr<BufferSet> set) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(std::move(set));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<BufferSet>> free_;
+};
+
+BufferPool& buffer_pool() {
+  static BufferPool pool;  // destroyed after the main thread's thread_locals
+  return pool;
+}
+
+// The calling thread's set, taken from the pool on first use and given back when it exits.
+struct ThreadBuffers {
+  std::unique_ptr<BufferSet> set = buffer_pool().take();
+  ~ThreadBuffers() { buffer_pool().give_back(std::move(set)); }
+};
+
+}  // namespace
+
 void* thread_buffer(int slot, std::size_t bytes) {
-  // Grown as needed, reused by every call on this thread.
-  thread_local std::vector<std::byte> buffers[5];
-  auto& buffer = buffers[slot];
+  thread_local ThreadBuffers buffers;
+  auto& set = *buffers.set;
   std::size_t need = bytes + 64;
-  if (buffer.size() < need) buffer.resize(need);
-  auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
-  return buffer.data() + ((64 - address % 64) % 64);
+  if (set.size[slot] < need) {  // grown as needed; the old contents are not kept
+    set.data[slot].reset(new std::byte[need]);
+    set.size[slot] = need;
+  }
+  auto address = reinterpret_cast<std::uintptr_t>(set.data[slot].get());
+  return set.data[slot].get() + ((64 - address % 64) % 64);
 }
 
 dnnl::memory scratchpad(dnnl::memory::desc const& desc) {

@@ -27,8 +27,9 @@ dnnl::primitive_attr default_attr();
 // A scratchpad buffer of at least desc's size, owned by the calling thread.
 dnnl::memory scratchpad(dnnl::memory::desc const& desc);
 
-// A 64-byte aligned buffer of at least `bytes`, owned by the calling thread; `slot` (0..3) tells
-// apart buffers one call needs at once.
+// A 64-byte aligned, uninitialised buffer of at least `bytes`, owned by the calling thread; `slot`
+// (0..3; 4 is the scratchpad's) tells apart buffers one call needs at once. A thread's buffers
+// pass to a later thread when it exits, so the executor's per-step workers keep them.
 void* thread_buffer(int slot, std::size_t bytes);
 
 // A tensor a primitive wants in its own (blocked) layout while the call's block is plain: the
