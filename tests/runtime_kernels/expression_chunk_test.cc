@@ -1,0 +1,45 @@
+// The expression kernel evaluates a row a chunk at a time (its buffers stay in cache): rows longer
+// than a chunk, merged over several dimensions (an optimizer update of a whole weight) or not
+// (a transpose, whose reads step across the block), give what the interpreter gives, in every
+// piece.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "runtime/kernels/kernel.h"
+
+namespace cleave::runtime {
+namespace {
+
+using namespace testing;
+
+void expect_matches(std::string const& type, std::vector<ir::TensorType> const& inputs,
+                    ir::Attrs const& attrs) {
+  auto ops = ops::OpRegistry::with_builtins();
+  auto kernels = KernelRegistry::with_builtins();
+  std::mt19937_64 rng(7);
+  std::vector<InputFill> fills(inputs.size());
+  auto c = make_case(*ops, type, inputs, attrs, fills, rng);
+  ASSERT_TRUE(c.has_value()) << c.error().to_string();
+  auto pieces = random_pieces(*c->bound, rng, 6);
+  for (auto const& piece : pieces) {
+    PieceResult r = run_piece(*kernels, *c, piece);
+    EXPECT_EQ(r.kernel, "loop_expression") << type << " " << tdl::box_to_string(piece);
+    EXPECT_LE(r.max_error, 2e-4) << type << " " << tdl::box_to_string(piece) << " " << r.message;
+  }
+}
+
+ir::TensorType fp32(ir::Shape shape) {
+  return {std::move(shape), ir::DType::fp32};
+}
+
+TEST(ExpressionKernel, RowsLongerThanAChunk) {
+  ir::Attrs momentum;
+  momentum.set("momentum", 0.9);
+  expect_matches("sgd_momentum", {fp32({3, 2500, 3}), fp32({3, 2500, 3})}, momentum);
+  ir::Attrs swap;
+  swap.set("perm", std::vector<std::int64_t>{1, 0});
+  expect_matches("transpose", {fp32({5, 4099})}, swap);
+}
+
+}  // namespace
+}  // namespace cleave::runtime
