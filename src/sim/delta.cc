@@ -21,29 +21,47 @@ struct OldProgram {
   std::vector<std::vector<int>> groups;            // per collective
 };
 
-OldProgram remember(lower::Program const& p) {
-  OldProgram o;
+void remember(lower::Program const& p, OldProgram& o) {
   o.tasks = p.tasks.size();
   o.collective_of.assign(p.tasks.size(), lower::no_collective);
   for (lower::CollectiveId c = 0; c < p.collectives.size(); ++c)
     for (auto m : p.collectives[c].members)
       o.collective_of[m] = c;
-  for (auto const& c : p.collectives) {
-    o.kinds.push_back(c.kind);
-    o.sizes.push_back(c.members.size());
-    o.first_member.push_back(c.members.front());
-    o.bytes.push_back(c.bytes);
-    o.groups.push_back(c.group);
+  o.kinds.clear();
+  o.sizes.clear();
+  o.first_member.clear();
+  o.bytes.clear();
+  o.groups.resize(p.collectives.size());
+  for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    auto const& col = p.collectives[c];
+    o.kinds.push_back(col.kind);
+    o.sizes.push_back(col.members.size());
+    o.first_member.push_back(col.members.front());
+    o.bytes.push_back(col.bytes);
+    o.groups[c] = col.group;
   }
-  return o;
 }
 
 }  // namespace
 
+struct DeltaSimulator::Scratch {
+  OldProgram old;
+  Timings timings;  // the next step's; the current ones are timings_
+  TaskIndex index;  // likewise
+  std::vector<NodeId> old_of, new_of, node_of;
+  std::vector<lower::TaskId> new_task;
+  std::vector<double> bound;
+  std::vector<bool> done;
+  Prefix prefix;
+};
+
 DeltaSimulator::DeltaSimulator(ir::Graph const& graph, lower::Lowering lowering,
                                cost::CostModel const& cost, std::int64_t samples_per_step)
     : graph_(&graph), lowering_(std::move(lowering)), cost_(&cost), samples_(samples_per_step),
-      resources_(resources_of(cost.cluster())) {}
+      resources_(resources_of(cost.cluster())), scratch_(std::make_unique<Scratch>()) {}
+DeltaSimulator::DeltaSimulator(DeltaSimulator&&) noexcept = default;
+DeltaSimulator& DeltaSimulator::operator=(DeltaSimulator&&) noexcept = default;
+DeltaSimulator::~DeltaSimulator() = default;
 
 Expected<DeltaSimulator> DeltaSimulator::create(ir::Graph const& graph, plan::Plan plan,
                                                 ops::OpRegistry const& registry,
@@ -68,7 +86,9 @@ void DeltaSimulator::simulate_all() {
 }
 
 Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
-  OldProgram old = remember(lowering_.program());
+  Scratch& s = *scratch_;
+  OldProgram& old = s.old;
+  remember(lowering_.program(), old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
   auto const& p = lowering_.program();
   auto const& prev = lowering_.previous_ids();
@@ -77,8 +97,10 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
 
   // Nodes that are what they were (same content, same dependencies), both ways; the others are
   // new in the new run or gone from the old one.
-  std::vector<NodeId> old_of(n + p.collectives.size(), no_node);
-  std::vector<NodeId> new_of(old.tasks + old.kinds.size(), no_node);
+  auto& old_of = s.old_of;
+  auto& new_of = s.new_of;
+  old_of.assign(n + p.collectives.size(), no_node);
+  new_of.assign(old.tasks + old.kinds.size(), no_node);
   auto old_collective = [&](lower::Collective const& c) -> lower::CollectiveId {
     auto first = prev[c.members.front()];
     if (!first) return lower::no_collective;
@@ -90,18 +112,23 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
     return oc;
   };
-  Timings timings;
+  Timings& timings = s.timings;  // every task's entry is assigned below
   timings.tasks.resize(n);
+  timings.collectives.clear();
   // Per task its node, from the collectives' member lists; the tasks themselves are read only
   // where they are new.
-  std::vector<NodeId> node_of(n);
+  auto& node_of = s.node_of;
+  node_of.resize(n);
   for (lower::TaskId i = 0; i < n; ++i)
     node_of[i] = i;
   for (std::size_t c = 0; c < p.collectives.size(); ++c)
     for (auto m : p.collectives[c].members)
       node_of[m] = static_cast<NodeId>(n + c);
   for (lower::TaskId i = 0; i < n; ++i) {
-    if (node_of[i] != i) continue;  // members take no timing of their own
+    if (node_of[i] != i) {  // members take no timing of their own
+      timings.tasks[i] = {};
+      continue;
+    }
     if (prev[i] && old.collective_of[*prev[i]] == lower::no_collective) {
       old_of[i] = *prev[i];
       new_of[*prev[i]] = i;
@@ -114,16 +141,17 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   // The task index: a task that maps to an old one has the old one's facts (but maybe another
   // collective), and its dependency list renumbered where those map too (a dependency may be a
   // task that now waits for others: then the task's own list is read).
-  std::vector<lower::TaskId> new_task(old.tasks, no_node);
+  auto& new_task = s.new_task;
+  new_task.assign(old.tasks, no_node);
   for (lower::TaskId i = 0; i < n; ++i)
     if (prev[i]) new_task[*prev[i]] = i;
-  TaskIndex index;
+  TaskIndex& index = s.index;
   auto& deps = index.deps;
   auto const& old_deps = index_.deps;
-  deps.first.reserve(n + 1);
-  deps.deps.reserve(old_deps.deps.size());
+  deps.first.clear();
+  deps.deps.clear();
+  index.facts.clear();
   deps.first.push_back(0);
-  index.facts.reserve(n);
   for (lower::TaskId i = 0; i < n; ++i) {
     bool mapped = prev[i].has_value();
     index.facts.push_back(mapped ? index_.facts[*prev[i]] : facts_of(*graph_, p.tasks[i]));
@@ -166,7 +194,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
     if (is_node && new_of[v] == no_node) gone = std::min(gone, run_.ready[v]);
   }
-  std::vector<double> bound(old_of.size(), 0.0);
+  auto& bound = s.bound;
+  bound.assign(old_of.size(), 0.0);
   auto restart = [&](double first_bound) {
     double t = gone;
     auto dep_bound = [&](NodeId w) {
@@ -174,7 +203,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       double ready = run_.ready[old_of[w]];
       return ready < first_bound ? old_span(old_of[w]).end : ready;
     };
-    std::vector<bool> done(p.collectives.size(), false);
+    auto& done = s.done;
+    done.assign(p.collectives.size(), false);
     for (lower::TaskId i = 0; i < n; ++i) {
       NodeId u = node_of[i];
       if (old_of[u] != no_node) continue;
@@ -197,7 +227,10 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   double first = restart(-std::numeric_limits<double>::infinity());
   double at = restart(first);
 
-  Prefix prefix;
+  Prefix& prefix = s.prefix;
+  prefix.taken.clear();
+  prefix.ready.clear();
+  prefix.spans.clear();
   for (NodeId v : run_.order) {
     if (!(run_.ready[v] < at)) break;
     CLEAVE_ASSERT(new_of[v] != no_node, "a node taken before the restart time has changed");
@@ -209,8 +242,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   work_.nodes_replayed = prefix.taken.size();
   run_ = run_event_loop(p, timings, resources_, prefix, &deps);
   work_.nodes = run_.order.size();
-  timings_ = std::move(timings);
-  index_ = std::move(index);
+  std::swap(timings_, timings);
+  std::swap(index_, index);
   costs_ = std::move(costs);
   prediction_ =
       summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);
