@@ -13,8 +13,7 @@ class Loop {
  public:
   Loop(lower::Program const& program, Timings const& timings,
        std::vector<Resource> const& resources)
-      : program_(program), n_(program.tasks.size()),
-        nodes_(n_ + program.collectives.size()) {
+      : program_(program), n_(program.tasks.size()), nodes_(n_ + program.collectives.size()) {
     // From the collectives' member lists: far less to read than every task.
     node_of_.resize(n_);
     for (lower::TaskId t = 0; t < n_; ++t)
@@ -219,7 +218,7 @@ class Loop {
   }
 
   lower::Program const& program_;
-  std::vector<double> seconds_;               // per node
+  std::vector<double> seconds_;                // per node
   std::vector<std::uint32_t> first_resource_;  // per node, into resources_
   std::vector<ResourceId> resources_;
   std::size_t n_;
