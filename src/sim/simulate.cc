@@ -218,12 +218,12 @@ class Loop {
   }
 
   lower::Program const& program_;
+  std::size_t n_;
+  std::size_t nodes_;
+  std::vector<NodeId> node_of_;                // per task: its node (itself, or its collective's)
   std::vector<double> seconds_;                // per node
   std::vector<std::uint32_t> first_resource_;  // per node, into resources_
   std::vector<ResourceId> resources_;
-  std::size_t n_;
-  std::size_t nodes_;
-  std::vector<NodeId> node_of_;  // per task: its node (itself, or its collective's)
   std::vector<double> free_at_;
   std::vector<double> node_end_;
   Run run_;
