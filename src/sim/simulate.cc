@@ -28,11 +28,15 @@ class Loop {
     // read them through its TaskTiming's own list, two cache misses in a row per node.
     seconds_.resize(nodes_);
     first_resource_.assign(nodes_ + 1, 0);
+    resources_.reserve(2 * nodes_);
+    key_.resize(nodes_);
     for (NodeId v = 0; v < nodes_; ++v) {
       if (is_node(v)) {
         TaskTiming const& t = v < n_ ? timings.tasks[v] : timings.collectives[v - n_];
         seconds_[v] = t.seconds;
-        resources_.insert(resources_.end(), t.resources.begin(), t.resources.end());
+        for (auto res : t.resources)
+          resources_.push_back(res);
+        key_[v] = key_of(v);
       }
       first_resource_[v + 1] = static_cast<std::uint32_t>(resources_.size());
     }
@@ -113,12 +117,11 @@ class Loop {
     return {resources_.data() + first_resource_[v], resources_.data() + first_resource_[v + 1]};
   }
 
-  // The canonical order of nodes: tasks before collectives, each by content; by id only where the
-  // contents are equal (never in a lowered program).
+  // The canonical order of nodes: tasks before collectives, each by content (by key_of first);
+  // by id only where the contents are equal (never in a lowered program).
   bool before(NodeId a, NodeId b) const {
-    bool ta = a < n_, tb = b < n_;
-    if (ta != tb) return ta;
-    if (ta) {
+    if (key_[a] != key_[b]) return key_[a] < key_[b];
+    if (a < n_) {  // then so is b: their keys are equal
       auto const& x = program_.tasks[a];
       auto const& y = program_.tasks[b];
       if (lower::canonical_less(x, y)) return true;
@@ -130,6 +133,21 @@ class Loop {
       if (lower::canonical_less(y, x)) return false;
     }
     return a < b;
+  }
+
+  // A prefix of node v's place in the canonical order, in 64 bits: tasks before collectives;
+  // then a task's kind, op and piece (saturated), a collective's kind and tensor. Nodes whose
+  // keys differ are ordered by them without reading the tasks (ties in ready time are common).
+  std::uint64_t key_of(NodeId v) const {
+    if (v < n_) {
+      auto const& t = program_.tasks[v];
+      std::uint64_t piece = std::min<std::uint64_t>(t.piece, (std::uint64_t{1} << 28) - 1);
+      return std::uint64_t{static_cast<std::uint8_t>(t.kind)} << 60 |
+             std::uint64_t{t.op.value()} << 28 | piece;
+    }
+    auto const& c = program_.collectives[v - n_];
+    return std::uint64_t{1} << 63 | std::uint64_t{static_cast<std::uint8_t>(c.kind)} << 32 |
+           c.tensor.value();
   }
 
   double start_of(NodeId v, double at) const {
@@ -222,6 +240,7 @@ class Loop {
   std::size_t nodes_;
   std::vector<NodeId> node_of_;                // per task: its node (itself, or its collective's)
   std::vector<double> seconds_;                // per node
+  std::vector<std::uint64_t> key_;             // per node, key_of
   std::vector<std::uint32_t> first_resource_;  // per node, into resources_
   std::vector<ResourceId> resources_;
   std::vector<double> free_at_;
