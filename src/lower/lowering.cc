@@ -85,6 +85,13 @@ struct TensorPart : Part {
   std::optional<std::uint32_t> completes;
 };
 
+// The element at `at` of `list`, appended where the list ends there: assembly writes over the
+// old program's collectives and blocks, reusing their lists' storage.
+template <typename T> T& slot(std::vector<T>& list, std::size_t at) {
+  if (at == list.size()) list.emplace_back();
+  return list[at];
+}
+
 }  // namespace
 
 struct Lowering::State {
@@ -490,10 +497,11 @@ struct Lowering::State {
     first_initial.resize(parts, 0);
     bool all = start >= order.size();
     TaskId keep = all ? static_cast<TaskId>(p.tasks.size()) : offset[order[start]];
-    if (!all) {
-      p.collectives.resize(first_collective[order[start]]);
-      p.initial.resize(first_initial[order[start]]);
-    }
+    // Collectives and blocks from `start` on are written over the old ones (reusing their lists'
+    // storage); these count the ones written.
+    auto collectives =
+        all ? static_cast<CollectiveId>(p.collectives.size()) : first_collective[order[start]];
+    std::size_t initials = all ? p.initial.size() : first_initial[order[start]];
     // Where each part from `start` on was (`was`, by position in `order`, and the old end) and
     // will be (`offset`): a part has its part data's tasks, as many as before unless rebuilt.
     std::vector<TaskId> was(order.size() - start + 1);
@@ -547,8 +555,8 @@ struct Lowering::State {
       auto id = order[pos];
       bool is_op = id < num_ops;
       Part const& part = part_of(id);
-      first_collective[id] = static_cast<CollectiveId>(p.collectives.size());
-      first_initial[id] = p.initial.size();
+      first_collective[id] = collectives;
+      first_initial[id] = initials;
       bool waits_changed = false;
       if (emit[id]) {
         for (std::size_t i = 0; i < part.tasks.size(); ++i) {
@@ -567,11 +575,10 @@ struct Lowering::State {
             if (d >= keep) d = moved[d - keep];
         }
       }
-      if (!is_op) {
-        auto const& tp = tensor_parts[id - num_ops];
-        p.initial.insert(p.initial.end(), tp.initial.begin(), tp.initial.end());
-      }
-      add_collectives(id, part, p);
+      if (!is_op)
+        for (auto const& b : tensor_parts[id - num_ops].initial)
+          slot(p.initial, initials++) = b;
+      add_collectives(id, part, p, collectives);
       if (!rebuilt) continue;
       // A part rebuilt as before (a weight's all-gather after its reader changed) keeps the ids of
       // the tasks that did not change, so that delta simulation need not restart from the step's
@@ -589,6 +596,8 @@ struct Lowering::State {
           previous[now] = old + i;
       }
     }
+    p.collectives.resize(collectives);
+    p.initial.resize(initials);
   }
 
   // Whether an emitted task is what an old one was (same content, dependencies mapped to its old
@@ -607,21 +616,22 @@ struct Lowering::State {
 
   // Emits a part's collectives (its tasks already in p); a tensor part's all-gather that
   // completes its producer's reduce-scatter turns that into an all-reduce.
-  void add_collectives(std::uint32_t id, Part const& part, Program& p) {
+  void add_collectives(std::uint32_t id, Part const& part, Program& p, CollectiveId& written) {
     bool is_op = id < num_ops;
     for (std::size_t c = 0; c < part.collectives.size(); ++c) {
-      Collective col = part.collectives[c];
-      for (auto& m : col.members)
-        m += offset[id];
-      CollectiveId gid = static_cast<CollectiveId>(p.collectives.size());
+      CollectiveId gid = written;
       if (!is_op && tensor_parts[id - num_ops].completes) {
         auto producer = graph.producer(tensor_of(id)).value();
         gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
         Collective& rs = p.collectives[gid];
         rs.kind = CollectiveKind::all_reduce;
-        rs.members.insert(rs.members.end(), col.members.begin(), col.members.end());
+        for (auto m : part.collectives[c].members)
+          rs.members.push_back(m + offset[id]);
       } else {
-        p.collectives.push_back(std::move(col));
+        Collective& col = slot(p.collectives, written++);
+        col = part.collectives[c];
+        for (auto& m : col.members)
+          m += offset[id];
       }
       for (auto m : part.collectives[c].members)
         p.tasks[offset[id] + m].collective = gid;
