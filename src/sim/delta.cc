@@ -52,6 +52,7 @@ struct DeltaSimulator::Scratch {
   std::vector<lower::TaskId> new_task;
   std::vector<double> bound;
   std::vector<bool> done;
+  std::vector<lower::TaskId> fresh;
   Prefix prefix;
 };
 
@@ -194,6 +195,21 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
     if (is_node && new_of[v] == no_node) gone = std::min(gone, run_.ready[v]);
   }
+  // The tasks whose node is new, ascending (a new collective's first member only), so that a
+  // node's new dependencies come before it.
+  auto& fresh = s.fresh;
+  auto& done = s.done;
+  fresh.clear();
+  done.assign(p.collectives.size(), false);
+  for (lower::TaskId i = 0; i < n; ++i) {
+    NodeId u = node_of[i];
+    if (old_of[u] != no_node) continue;
+    if (u >= n) {
+      if (done[u - n]) continue;
+      done[u - n] = true;
+    }
+    fresh.push_back(i);
+  }
   auto& bound = s.bound;
   bound.assign(old_of.size(), 0.0);
   auto restart = [&](double first_bound) {
@@ -203,18 +219,13 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       double ready = run_.ready[old_of[w]];
       return ready < first_bound ? old_span(old_of[w]).end : ready;
     };
-    auto& done = s.done;
-    done.assign(p.collectives.size(), false);
-    for (lower::TaskId i = 0; i < n; ++i) {
+    for (auto i : fresh) {
       NodeId u = node_of[i];
-      if (old_of[u] != no_node) continue;
       double b = 0;
       if (u < n) {
         for (auto d : p.tasks[i].deps)
           b = std::max(b, dep_bound(node_of[d]));
       } else {
-        if (done[u - n]) continue;
-        done[u - n] = true;
         for (auto m : p.collectives[u - n].members)
           for (auto d : p.tasks[m].deps)
             if (node_of[d] != u) b = std::max(b, dep_bound(node_of[d]));
