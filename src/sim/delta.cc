@@ -42,12 +42,26 @@ void remember(lower::Program const& p, OldProgram& o) {
   }
 }
 
+// Moves list[*prev[i]] to list[i] for every i < n that `maps`, within the list, and cuts it to n.
+// The previous ids increase (the lowering keeps its parts and their tasks in order), so moving the
+// ones bound for lower ids first, in order, then the others, last first, never overwrites one not
+// yet moved; the first tasks, whose ids did not change, are not touched.
+template <typename T, typename Maps>
+void move_mapped(std::vector<T>& list, std::vector<std::optional<lower::TaskId>> const& prev,
+                 std::size_t n, Maps const& maps) {
+  if (list.size() < n) list.resize(n);
+  for (lower::TaskId i = 0; i < n; ++i)
+    if (maps(i) && *prev[i] > i) list[i] = std::move(list[*prev[i]]);
+  for (auto i = static_cast<lower::TaskId>(n); i-- > 0;)
+    if (maps(i) && *prev[i] < i) list[i] = std::move(list[*prev[i]]);
+  list.resize(n);
+}
+
 }  // namespace
 
 struct DeltaSimulator::Scratch {
   OldProgram old;
-  Timings timings;  // the next step's; the current ones are timings_
-  TaskIndex index;  // likewise
+  Dependencies tail;  // the dependency lists from the first task whose id changed on
   std::vector<NodeId> old_of, new_of, node_of;
   std::vector<lower::TaskId> new_task;
   std::vector<double> bound;
@@ -113,9 +127,6 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
     return oc;
   };
-  Timings& timings = s.timings;  // every task's entry is assigned below
-  timings.tasks.resize(n);
-  timings.collectives.clear();
   // Per task its node, from the collectives' member lists; the tasks themselves are read only
   // where they are new.
   auto& node_of = s.node_of;
@@ -125,48 +136,63 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   for (std::size_t c = 0; c < p.collectives.size(); ++c)
     for (auto m : p.collectives[c].members)
       node_of[m] = static_cast<NodeId>(n + c);
+  // Timings, updated in place: a task that maps to an old one, both in no collective, keeps the
+  // old one's; the others are priced (members take no timing of their own).
+  auto keeps_timing = [&](lower::TaskId i) {
+    return node_of[i] == i && prev[i] && old.collective_of[*prev[i]] == lower::no_collective;
+  };
+  move_mapped(timings_.tasks, prev, n, keeps_timing);
   for (lower::TaskId i = 0; i < n; ++i) {
-    if (node_of[i] != i) {  // members take no timing of their own
-      timings.tasks[i] = {};
-      continue;
-    }
-    if (prev[i] && old.collective_of[*prev[i]] == lower::no_collective) {
+    if (keeps_timing(i)) {
       old_of[i] = *prev[i];
       new_of[*prev[i]] = i;
-      timings.tasks[i] = std::move(timings_.tasks[*prev[i]]);
+    } else if (node_of[i] != i) {
+      timings_.tasks[i] = {};
     } else {
-      timings.tasks[i] = timing_of(p.tasks[i], *graph_, *cost_);
+      timings_.tasks[i] = timing_of(p.tasks[i], *graph_, *cost_);
       ++work_.tasks_priced;
     }
   }
-  // The task index: a task that maps to an old one has the old one's facts (but maybe another
-  // collective), and its dependency list renumbered where those map too (a dependency may be a
-  // task that now waits for others: then the task's own list is read).
+  timings_.collectives.clear();
+  // The task index, in place too: a task that maps to an old one has the old one's facts (but
+  // maybe another collective), and its dependency list renumbered where those map too (a
+  // dependency may be a task that now waits for others: then the task's own list is read). The
+  // tasks before the first whose id changed keep their lists as they are (their dependencies come
+  // before them, so they kept their ids too).
   auto& new_task = s.new_task;
   new_task.assign(old.tasks, no_node);
   for (lower::TaskId i = 0; i < n; ++i)
     if (prev[i]) new_task[*prev[i]] = i;
-  TaskIndex& index = s.index;
-  auto& deps = index.deps;
-  auto const& old_deps = index_.deps;
-  deps.first.clear();
-  deps.deps.clear();
-  index.facts.clear();
-  deps.first.push_back(0);
-  for (lower::TaskId i = 0; i < n; ++i) {
+  lower::TaskId same = 0;
+  while (same < n && prev[same] && *prev[same] == same)
+    ++same;
+  auto& deps = index_.deps;  // the old program's lists until they are cut at `same` below
+  auto& tail = s.tail;       // the lists of the tasks from `same` on
+  tail.first.assign(1, 0);
+  tail.deps.clear();
+  for (lower::TaskId i = same; i < n; ++i) {
     bool mapped = prev[i].has_value();
-    index.facts.push_back(mapped ? index_.facts[*prev[i]] : facts_of(*graph_, p.tasks[i]));
-    index.facts.back().member = node_of[i] != i;
-    for (auto k = mapped ? old_deps.first[*prev[i]] : 0; mapped && k < old_deps.first[*prev[i] + 1];
-         ++k) {
-      mapped = new_task[old_deps.deps[k]] != no_node;
-      deps.deps.push_back(new_task[old_deps.deps[k]]);
+    for (auto k = mapped ? deps.first[*prev[i]] : 0; mapped && k < deps.first[*prev[i] + 1]; ++k) {
+      mapped = new_task[deps.deps[k]] != no_node;
+      tail.deps.push_back(new_task[deps.deps[k]]);
     }
     if (!mapped) {
-      deps.deps.resize(deps.first.back());
-      deps.deps.insert(deps.deps.end(), p.tasks[i].deps.begin(), p.tasks[i].deps.end());
+      tail.deps.resize(tail.first.back());
+      tail.deps.insert(tail.deps.end(), p.tasks[i].deps.begin(), p.tasks[i].deps.end());
     }
-    deps.first.push_back(static_cast<std::uint32_t>(deps.deps.size()));
+    tail.first.push_back(static_cast<std::uint32_t>(tail.deps.size()));
+  }
+  std::uint32_t kept_deps = deps.first[same];
+  deps.deps.resize(kept_deps);
+  deps.deps.insert(deps.deps.end(), tail.deps.begin(), tail.deps.end());
+  deps.first.resize(same + 1);
+  for (std::size_t k = 1; k < tail.first.size(); ++k)
+    deps.first.push_back(kept_deps + tail.first[k]);
+  auto& facts = index_.facts;
+  move_mapped(facts, prev, n, [&](lower::TaskId i) { return prev[i].has_value(); });
+  for (lower::TaskId i = 0; i < n; ++i) {
+    if (!prev[i]) facts[i] = facts_of(*graph_, p.tasks[i]);
+    facts[i].member = node_of[i] != i;
   }
   std::vector<cost::CollectiveCost> costs(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
@@ -179,7 +205,7 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       costs[c] = cost_of(p.collectives[c], *cost_);
       ++work_.tasks_priced;
     }
-    timings.collectives.push_back(timing_of(costs[c], p.collectives[c], cost_->cluster()));
+    timings_.collectives.push_back(timing_of(costs[c], p.collectives[c], cost_->cluster()));
   }
 
   // The restart time T: the old run's nodes that became ready before T are taken again exactly
@@ -251,10 +277,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   }
   prefix.checkpoints = std::move(run_.checkpoints);
   work_.nodes_replayed = prefix.taken.size();
-  run_ = run_event_loop(p, timings, resources_, prefix, &deps);
+  run_ = run_event_loop(p, timings_, resources_, prefix, &index_.deps);
   work_.nodes = run_.order.size();
-  std::swap(timings_, timings);
-  std::swap(index_, index);
   costs_ = std::move(costs);
   prediction_ =
       summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);
