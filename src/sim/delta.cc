@@ -51,9 +51,9 @@ void move_mapped(std::vector<T>& list, std::vector<std::optional<lower::TaskId>>
                  std::size_t n, Maps const& maps) {
   if (list.size() < n) list.resize(n);
   for (lower::TaskId i = 0; i < n; ++i)
-    if (maps(i) && *prev[i] > i) list[i] = std::move(list[*prev[i]]);
+    if (prev[i] && *prev[i] > i && maps(i)) list[i] = std::move(list[*prev[i]]);
   for (auto i = static_cast<lower::TaskId>(n); i-- > 0;)
-    if (maps(i) && *prev[i] < i) list[i] = std::move(list[*prev[i]]);
+    if (prev[i] && *prev[i] < i && maps(i)) list[i] = std::move(list[*prev[i]]);
   list.resize(n);
 }
 
