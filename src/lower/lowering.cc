@@ -85,6 +85,13 @@ struct TensorPart : Part {
   std::optional<std::uint32_t> completes;
 };
 
+// The element at `at` of `list`, appended where the list ends there: assembly writes over the
+// old program's collectives and blocks, reusing their lists' storage.
+template <typename T> T& slot(std::vector<T>& list, std::size_t at) {
+  if (at == list.size()) list.emplace_back();
+  return list[at];
+}
+
 }  // namespace
 
 struct Lowering::State {
@@ -123,6 +130,9 @@ struct Lowering::State {
   }
   TensorPart& tensor_part(ir::TensorId t, Pass pass) {
     return tensor_parts[part_id(t, pass) - num_ops];
+  }
+  Part const& part_of(std::uint32_t id) const {
+    return id < num_ops ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
   }
 
   // Which part of t op c's read belongs to (see Pass). Inputs are delivered where they are read
@@ -487,28 +497,56 @@ struct Lowering::State {
     first_initial.resize(parts, 0);
     bool all = start >= order.size();
     TaskId keep = all ? static_cast<TaskId>(p.tasks.size()) : offset[order[start]];
-    if (!all) {
-      p.collectives.resize(first_collective[order[start]]);
-      p.initial.resize(first_initial[order[start]]);
+    // Collectives and blocks from `start` on are written over the old ones (reusing their lists'
+    // storage); these count the ones written.
+    auto collectives =
+        all ? static_cast<CollectiveId>(p.collectives.size()) : first_collective[order[start]];
+    std::size_t initials = all ? p.initial.size() : first_initial[order[start]];
+    // Where each part from `start` on was (`was`, by position in `order`, and the old end) and
+    // will be (`offset`): a part has its part data's tasks, as many as before unless rebuilt.
+    std::vector<TaskId> was(order.size() - start + 1);
+    TaskId end = keep;
+    for (std::size_t pos = start; pos < order.size(); ++pos) {
+      auto id = order[pos];
+      was[pos - start] = offset[id];
+      offset[id] = end;
+      end += static_cast<TaskId>(part_of(id).tasks.size());
     }
-    // The old tasks from id `from` on, out of the program: the ones after `keep`, or all of them
-    // (the kept ones then moved back) where that moves fewer tasks.
-    std::vector<Task> tail;
-    TaskId from = keep;
-    if (keep < p.tasks.size() / 2) {
-      tail.swap(p.tasks);
-      from = 0;
-      p.tasks.reserve(tail.size() + tail.size() / 8);
-      p.tasks.insert(p.tasks.end(), std::make_move_iterator(tail.begin()),
-                     std::make_move_iterator(tail.begin() + keep));
-    } else {
-      tail.assign(std::make_move_iterator(p.tasks.begin() + keep),
-                  std::make_move_iterator(p.tasks.end()));
-      p.tasks.resize(keep);
-    }
-    std::vector<TaskId> moved(tail.size() + from - keep, 0);  // old id - keep -> new id
+    was.back() = static_cast<TaskId>(p.tasks.size());
+    auto moves = [&](std::size_t pos) { return rebuilt && !emit[order[pos]]; };
+    std::vector<TaskId> moved(p.tasks.size() - keep, 0);  // old id - keep -> new id
+    for (std::size_t pos = start; pos < order.size(); ++pos)
+      if (rebuilt && !(*rebuilt)[order[pos]])
+        for (TaskId i = was[pos - start]; i < was[pos - start + 1]; ++i)
+          moved[i - keep] = offset[order[pos]] + (i - was[pos - start]);
+    // The old tasks of emitted parts that keep their size, out of the way: each new one is
+    // compared below with the one it replaces.
+    std::vector<Task> replaced;
+    std::vector<std::size_t> replaced_at(was.size(), 0);  // per position
+    if (rebuilt)
+      for (std::size_t pos = start; pos < order.size(); ++pos) {
+        TaskId from = was[pos - start], to = was[pos - start + 1];
+        replaced_at[pos - start] = replaced.size();
+        if (emit[order[pos]] && to - from == part_of(order[pos]).tasks.size())
+          replaced.insert(replaced.end(), std::make_move_iterator(p.tasks.begin() + from),
+                          std::make_move_iterator(p.tasks.begin() + to));
+      }
+    // The other parts' tasks move in place, each once: parts moving to lower ids first, in
+    // order, then those moving to higher ids, last first; either way a part only lands on tasks
+    // that have moved already or are not needed (the parts keep their order).
+    if (end > p.tasks.size()) p.tasks.resize(end);
+    auto range = [&](std::size_t pos) { return p.tasks.begin() + was[pos - start]; };
+    for (std::size_t pos = start; pos < order.size(); ++pos)
+      if (moves(pos) && offset[order[pos]] < was[pos - start])
+        std::move(range(pos), range(pos + 1), p.tasks.begin() + offset[order[pos]]);
+    for (std::size_t pos = order.size(); pos-- > start;)
+      if (moves(pos) && offset[order[pos]] > was[pos - start])
+        std::move_backward(range(pos), range(pos + 1),
+                           p.tasks.begin() + offset[order[pos]] +
+                               (was[pos - start + 1] - was[pos - start]));
+    p.tasks.resize(end);
     if (rebuilt) {
-      previous.assign(keep, std::nullopt);
+      previous.assign(end, std::nullopt);
       for (TaskId i = 0; i < keep; ++i)
         previous[i] = i;
     }
@@ -516,55 +554,50 @@ struct Lowering::State {
     for (std::size_t pos = start; pos < order.size(); ++pos) {
       auto id = order[pos];
       bool is_op = id < num_ops;
-      Part const& part =
-          is_op ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
-      TaskId old = offset[id];
-      offset[id] = static_cast<TaskId>(p.tasks.size());
-      first_collective[id] = static_cast<CollectiveId>(p.collectives.size());
-      first_initial[id] = p.initial.size();
-      bool kept = rebuilt && !(*rebuilt)[id];  // the same tasks as before, maybe new ids
-      if (kept)
-        for (std::size_t i = 0; i < part.tasks.size(); ++i)
-          moved[old - keep + i] = offset[id] + static_cast<TaskId>(i);
+      Part const& part = part_of(id);
+      first_collective[id] = collectives;
+      first_initial[id] = initials;
       bool waits_changed = false;
       if (emit[id]) {
         for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-          Task task = part.tasks[i];
+          Task& task = p.tasks[offset[id] + i];
+          task = part.tasks[i];
           task.collective = no_collective;
           for (auto r : part.deps[i])
             task.deps.push_back(resolve(r));
-          p.tasks.push_back(std::move(task));
         }
         if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt, resolve);
       } else {
         for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-          Task& task = p.tasks.emplace_back(std::move(tail[old - from + i]));
+          Task& task = p.tasks[offset[id] + i];
           task.collective = no_collective;
           for (auto& d : task.deps)
             if (d >= keep) d = moved[d - keep];
         }
       }
-      if (!is_op) {
-        auto const& tp = tensor_parts[id - num_ops];
-        p.initial.insert(p.initial.end(), tp.initial.begin(), tp.initial.end());
-      }
-      add_collectives(id, part, p);
+      if (!is_op)
+        for (auto const& b : tensor_parts[id - num_ops].initial)
+          slot(p.initial, initials++) = b;
+      add_collectives(id, part, p, collectives);
       if (!rebuilt) continue;
-      previous.resize(p.tasks.size());
-      // An emitted part's old tasks are still in the tail, unmoved; a part rebuilt as before (a
-      // weight's all-gather after its reader changed) keeps the ids of the tasks that did not
-      // change, so that delta simulation need not restart from the step's start.
-      TaskId old_end = pos + 1 < order.size() ? offset[order[pos + 1]] : from + tail.size();
-      bool same_size = old_end - old == part.tasks.size();
+      // A part rebuilt as before (a weight's all-gather after its reader changed) keeps the ids of
+      // the tasks that did not change, so that delta simulation need not restart from the step's
+      // start.
+      TaskId old = was[pos - start];
+      bool kept = !(*rebuilt)[id];  // the same tasks as before, maybe new ids
+      bool same_size = was[pos - start + 1] - old == part.tasks.size();
       for (std::size_t i = 0; i < part.tasks.size(); ++i) {
         bool compute = is_op && i < pieces[id].size();
         TaskId now = offset[id] + static_cast<TaskId>(i);
         if (kept && !(compute && waits_changed))
           previous[now] = old + i;
-        else if (same_size && emit[id] && unchanged(p.tasks[now], tail[old - from + i]))
+        else if (same_size && emit[id] &&
+                 unchanged(p.tasks[now], replaced[replaced_at[pos - start] + i]))
           previous[now] = old + i;
       }
     }
+    p.collectives.resize(collectives);
+    p.initial.resize(initials);
   }
 
   // Whether an emitted task is what an old one was (same content, dependencies mapped to its old
@@ -583,21 +616,22 @@ struct Lowering::State {
 
   // Emits a part's collectives (its tasks already in p); a tensor part's all-gather that
   // completes its producer's reduce-scatter turns that into an all-reduce.
-  void add_collectives(std::uint32_t id, Part const& part, Program& p) {
+  void add_collectives(std::uint32_t id, Part const& part, Program& p, CollectiveId& written) {
     bool is_op = id < num_ops;
     for (std::size_t c = 0; c < part.collectives.size(); ++c) {
-      Collective col = part.collectives[c];
-      for (auto& m : col.members)
-        m += offset[id];
-      CollectiveId gid = static_cast<CollectiveId>(p.collectives.size());
+      CollectiveId gid = written;
       if (!is_op && tensor_parts[id - num_ops].completes) {
         auto producer = graph.producer(tensor_of(id)).value();
         gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
         Collective& rs = p.collectives[gid];
         rs.kind = CollectiveKind::all_reduce;
-        rs.members.insert(rs.members.end(), col.members.begin(), col.members.end());
+        for (auto m : part.collectives[c].members)
+          rs.members.push_back(m + offset[id]);
       } else {
-        p.collectives.push_back(std::move(col));
+        Collective& col = slot(p.collectives, written++);
+        col = part.collectives[c];
+        for (auto& m : col.members)
+          m += offset[id];
       }
       for (auto m : part.collectives[c].members)
         p.tasks[offset[id] + m].collective = gid;

@@ -21,29 +21,62 @@ struct OldProgram {
   std::vector<std::vector<int>> groups;            // per collective
 };
 
-OldProgram remember(lower::Program const& p) {
-  OldProgram o;
+void remember(lower::Program const& p, OldProgram& o) {
   o.tasks = p.tasks.size();
   o.collective_of.assign(p.tasks.size(), lower::no_collective);
   for (lower::CollectiveId c = 0; c < p.collectives.size(); ++c)
     for (auto m : p.collectives[c].members)
       o.collective_of[m] = c;
-  for (auto const& c : p.collectives) {
-    o.kinds.push_back(c.kind);
-    o.sizes.push_back(c.members.size());
-    o.first_member.push_back(c.members.front());
-    o.bytes.push_back(c.bytes);
-    o.groups.push_back(c.group);
+  o.kinds.clear();
+  o.sizes.clear();
+  o.first_member.clear();
+  o.bytes.clear();
+  o.groups.resize(p.collectives.size());
+  for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    auto const& col = p.collectives[c];
+    o.kinds.push_back(col.kind);
+    o.sizes.push_back(col.members.size());
+    o.first_member.push_back(col.members.front());
+    o.bytes.push_back(col.bytes);
+    o.groups[c] = col.group;
   }
-  return o;
+}
+
+// Moves list[*prev[i]] to list[i] for every i < n that `maps`, within the list, and cuts it to n.
+// The previous ids increase (the lowering keeps its parts and their tasks in order), so moving the
+// ones bound for lower ids first, in order, then the others, last first, never overwrites one not
+// yet moved; the first tasks, whose ids did not change, are not touched.
+template <typename T, typename Maps>
+void move_mapped(std::vector<T>& list, std::vector<std::optional<lower::TaskId>> const& prev,
+                 std::size_t n, Maps const& maps) {
+  if (list.size() < n) list.resize(n);
+  for (lower::TaskId i = 0; i < n; ++i)
+    if (prev[i] && *prev[i] > i && maps(i)) list[i] = std::move(list[*prev[i]]);
+  for (auto i = static_cast<lower::TaskId>(n); i-- > 0;)
+    if (prev[i] && *prev[i] < i && maps(i)) list[i] = std::move(list[*prev[i]]);
+  list.resize(n);
 }
 
 }  // namespace
 
+struct DeltaSimulator::Scratch {
+  OldProgram old;
+  Dependencies tail;  // the dependency lists from the first task whose id changed on
+  std::vector<NodeId> old_of, new_of, node_of;
+  std::vector<lower::TaskId> new_task;
+  std::vector<double> bound;
+  std::vector<bool> done;
+  std::vector<lower::TaskId> fresh;
+  Prefix prefix;
+};
+
 DeltaSimulator::DeltaSimulator(ir::Graph const& graph, lower::Lowering lowering,
                                cost::CostModel const& cost, std::int64_t samples_per_step)
     : graph_(&graph), lowering_(std::move(lowering)), cost_(&cost), samples_(samples_per_step),
-      resources_(resources_of(cost.cluster())) {}
+      resources_(resources_of(cost.cluster())), scratch_(std::make_unique<Scratch>()) {}
+DeltaSimulator::DeltaSimulator(DeltaSimulator&&) noexcept = default;
+DeltaSimulator& DeltaSimulator::operator=(DeltaSimulator&&) noexcept = default;
+DeltaSimulator::~DeltaSimulator() = default;
 
 Expected<DeltaSimulator> DeltaSimulator::create(ir::Graph const& graph, plan::Plan plan,
                                                 ops::OpRegistry const& registry,
@@ -68,7 +101,9 @@ void DeltaSimulator::simulate_all() {
 }
 
 Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
-  OldProgram old = remember(lowering_.program());
+  Scratch& s = *scratch_;
+  OldProgram& old = s.old;
+  remember(lowering_.program(), old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
   auto const& p = lowering_.program();
   auto const& prev = lowering_.previous_ids();
@@ -77,8 +112,10 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
 
   // Nodes that are what they were (same content, same dependencies), both ways; the others are
   // new in the new run or gone from the old one.
-  std::vector<NodeId> old_of(n + p.collectives.size(), no_node);
-  std::vector<NodeId> new_of(old.tasks + old.kinds.size(), no_node);
+  auto& old_of = s.old_of;
+  auto& new_of = s.new_of;
+  old_of.assign(n + p.collectives.size(), no_node);
+  new_of.assign(old.tasks + old.kinds.size(), no_node);
   auto old_collective = [&](lower::Collective const& c) -> lower::CollectiveId {
     auto first = prev[c.members.front()];
     if (!first) return lower::no_collective;
@@ -90,54 +127,72 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
     return oc;
   };
-  Timings timings;
-  timings.tasks.resize(n);
   // Per task its node, from the collectives' member lists; the tasks themselves are read only
   // where they are new.
-  std::vector<NodeId> node_of(n);
+  auto& node_of = s.node_of;
+  node_of.resize(n);
   for (lower::TaskId i = 0; i < n; ++i)
     node_of[i] = i;
   for (std::size_t c = 0; c < p.collectives.size(); ++c)
     for (auto m : p.collectives[c].members)
       node_of[m] = static_cast<NodeId>(n + c);
+  // Timings, updated in place: a task that maps to an old one, both in no collective, keeps the
+  // old one's; the others are priced (members take no timing of their own).
+  auto keeps_timing = [&](lower::TaskId i) {
+    return node_of[i] == i && prev[i] && old.collective_of[*prev[i]] == lower::no_collective;
+  };
+  move_mapped(timings_.tasks, prev, n, keeps_timing);
   for (lower::TaskId i = 0; i < n; ++i) {
-    if (node_of[i] != i) continue;  // members take no timing of their own
-    if (prev[i] && old.collective_of[*prev[i]] == lower::no_collective) {
+    if (keeps_timing(i)) {
       old_of[i] = *prev[i];
       new_of[*prev[i]] = i;
-      timings.tasks[i] = std::move(timings_.tasks[*prev[i]]);
+    } else if (node_of[i] != i) {
+      timings_.tasks[i] = {};
     } else {
-      timings.tasks[i] = timing_of(p.tasks[i], *graph_, *cost_);
+      timings_.tasks[i] = timing_of(p.tasks[i], *graph_, *cost_);
       ++work_.tasks_priced;
     }
   }
-  // The task index: a task that maps to an old one has the old one's facts (but maybe another
-  // collective), and its dependency list renumbered where those map too (a dependency may be a
-  // task that now waits for others: then the task's own list is read).
-  std::vector<lower::TaskId> new_task(old.tasks, no_node);
+  timings_.collectives.clear();
+  // The task index, in place too: a task that maps to an old one has the old one's facts (but
+  // maybe another collective), and its dependency list renumbered where those map too (a
+  // dependency may be a task that now waits for others: then the task's own list is read). The
+  // tasks before the first whose id changed keep their lists as they are (their dependencies come
+  // before them, so they kept their ids too).
+  auto& new_task = s.new_task;
+  new_task.assign(old.tasks, no_node);
   for (lower::TaskId i = 0; i < n; ++i)
     if (prev[i]) new_task[*prev[i]] = i;
-  TaskIndex index;
-  auto& deps = index.deps;
-  auto const& old_deps = index_.deps;
-  deps.first.reserve(n + 1);
-  deps.deps.reserve(old_deps.deps.size());
-  deps.first.push_back(0);
-  index.facts.reserve(n);
-  for (lower::TaskId i = 0; i < n; ++i) {
+  lower::TaskId same = 0;
+  while (same < n && prev[same] && *prev[same] == same)
+    ++same;
+  auto& deps = index_.deps;  // the old program's lists until they are cut at `same` below
+  auto& tail = s.tail;       // the lists of the tasks from `same` on
+  tail.first.assign(1, 0);
+  tail.deps.clear();
+  for (lower::TaskId i = same; i < n; ++i) {
     bool mapped = prev[i].has_value();
-    index.facts.push_back(mapped ? index_.facts[*prev[i]] : facts_of(*graph_, p.tasks[i]));
-    index.facts.back().member = node_of[i] != i;
-    for (auto k = mapped ? old_deps.first[*prev[i]] : 0; mapped && k < old_deps.first[*prev[i] + 1];
-         ++k) {
-      mapped = new_task[old_deps.deps[k]] != no_node;
-      deps.deps.push_back(new_task[old_deps.deps[k]]);
+    for (auto k = mapped ? deps.first[*prev[i]] : 0; mapped && k < deps.first[*prev[i] + 1]; ++k) {
+      mapped = new_task[deps.deps[k]] != no_node;
+      tail.deps.push_back(new_task[deps.deps[k]]);
     }
     if (!mapped) {
-      deps.deps.resize(deps.first.back());
-      deps.deps.insert(deps.deps.end(), p.tasks[i].deps.begin(), p.tasks[i].deps.end());
+      tail.deps.resize(tail.first.back());
+      tail.deps.insert(tail.deps.end(), p.tasks[i].deps.begin(), p.tasks[i].deps.end());
     }
-    deps.first.push_back(static_cast<std::uint32_t>(deps.deps.size()));
+    tail.first.push_back(static_cast<std::uint32_t>(tail.deps.size()));
+  }
+  std::uint32_t kept_deps = deps.first[same];
+  deps.deps.resize(kept_deps);
+  deps.deps.insert(deps.deps.end(), tail.deps.begin(), tail.deps.end());
+  deps.first.resize(same + 1);
+  for (std::size_t k = 1; k < tail.first.size(); ++k)
+    deps.first.push_back(kept_deps + tail.first[k]);
+  auto& facts = index_.facts;
+  move_mapped(facts, prev, n, [&](lower::TaskId i) { return prev[i].has_value(); });
+  for (lower::TaskId i = 0; i < n; ++i) {
+    if (!prev[i]) facts[i] = facts_of(*graph_, p.tasks[i]);
+    facts[i].member = node_of[i] != i;
   }
   std::vector<cost::CollectiveCost> costs(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
@@ -150,7 +205,7 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       costs[c] = cost_of(p.collectives[c], p, *graph_, *cost_);
       ++work_.tasks_priced;
     }
-    timings.collectives.push_back(timing_of(costs[c], p.collectives[c], cost_->cluster()));
+    timings_.collectives.push_back(timing_of(costs[c], p.collectives[c], cost_->cluster()));
   }
 
   // The restart time T: the old run's nodes that became ready before T are taken again exactly
@@ -166,7 +221,23 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
     if (is_node && new_of[v] == no_node) gone = std::min(gone, run_.ready[v]);
   }
-  std::vector<double> bound(old_of.size(), 0.0);
+  // The tasks whose node is new, ascending (a new collective's first member only), so that a
+  // node's new dependencies come before it.
+  auto& fresh = s.fresh;
+  auto& done = s.done;
+  fresh.clear();
+  done.assign(p.collectives.size(), false);
+  for (lower::TaskId i = 0; i < n; ++i) {
+    NodeId u = node_of[i];
+    if (old_of[u] != no_node) continue;
+    if (u >= n) {
+      if (done[u - n]) continue;
+      done[u - n] = true;
+    }
+    fresh.push_back(i);
+  }
+  auto& bound = s.bound;
+  bound.assign(old_of.size(), 0.0);
   auto restart = [&](double first_bound) {
     double t = gone;
     auto dep_bound = [&](NodeId w) {
@@ -174,17 +245,13 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       double ready = run_.ready[old_of[w]];
       return ready < first_bound ? old_span(old_of[w]).end : ready;
     };
-    std::vector<bool> done(p.collectives.size(), false);
-    for (lower::TaskId i = 0; i < n; ++i) {
+    for (auto i : fresh) {
       NodeId u = node_of[i];
-      if (old_of[u] != no_node) continue;
       double b = 0;
       if (u < n) {
         for (auto d : p.tasks[i].deps)
           b = std::max(b, dep_bound(node_of[d]));
       } else {
-        if (done[u - n]) continue;
-        done[u - n] = true;
         for (auto m : p.collectives[u - n].members)
           for (auto d : p.tasks[m].deps)
             if (node_of[d] != u) b = std::max(b, dep_bound(node_of[d]));
@@ -197,7 +264,10 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   double first = restart(-std::numeric_limits<double>::infinity());
   double at = restart(first);
 
-  Prefix prefix;
+  Prefix& prefix = s.prefix;
+  prefix.taken.clear();
+  prefix.ready.clear();
+  prefix.spans.clear();
   for (NodeId v : run_.order) {
     if (!(run_.ready[v] < at)) break;
     CLEAVE_ASSERT(new_of[v] != no_node, "a node taken before the restart time has changed");
@@ -207,10 +277,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   }
   prefix.checkpoints = std::move(run_.checkpoints);
   work_.nodes_replayed = prefix.taken.size();
-  run_ = run_event_loop(p, timings, resources_, prefix, &deps);
+  run_ = run_event_loop(p, timings_, resources_, prefix, &index_.deps);
   work_.nodes = run_.order.size();
-  timings_ = std::move(timings);
-  index_ = std::move(index);
   costs_ = std::move(costs);
   prediction_ =
       summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);

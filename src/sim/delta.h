@@ -5,6 +5,8 @@
 // give. docs/cost_model.md explains why the restart point is safe.
 #pragma once
 
+#include <memory>
+
 #include "lower/lowering.h"
 #include "sim/predict.h"
 
@@ -35,7 +37,15 @@ class DeltaSimulator {
   };
   Work const& last_work() const { return work_; }
 
+  DeltaSimulator(DeltaSimulator&&) noexcept;
+  DeltaSimulator& operator=(DeltaSimulator&&) noexcept;
+  ~DeltaSimulator();
+
  private:
+  // The lists a step fills per task, kept from one apply() to the next for their allocations
+  // (allocating and faulting in a few MB per step cost more than filling them).
+  struct Scratch;
+
   DeltaSimulator(ir::Graph const& graph, lower::Lowering lowering, cost::CostModel const& cost,
                  std::int64_t samples_per_step);
   void simulate_all();
@@ -51,6 +61,7 @@ class DeltaSimulator {
   Run run_;  // the last run (its result moved into prediction_)
   Prediction prediction_;
   Work work_;
+  std::unique_ptr<Scratch> scratch_;
 };
 
 }  // namespace cleave::sim

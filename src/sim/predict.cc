@@ -276,6 +276,8 @@ class MemoryEvents {
       : sum_(buckets, 0), allocs_(buckets, 0),
         scale_(step_seconds > 0 ? static_cast<double>(buckets - 1) / step_seconds : 0) {}
 
+  void reserve(std::size_t events) { events_.reserve(events); }
+
   void add(double time, std::int64_t bytes, bool alloc) {
     auto e = memory_event(time, bytes, alloc);
     events_.push_back(e);
@@ -330,6 +332,15 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   std::size_t buckets =
       (2 * tasks.size() + program.initial.size()) / (4 * std::max<std::size_t>(devices, 1)) + 1;
   std::vector<MemoryEvents> events(devices, MemoryEvents(buckets, p.sim.step_seconds));
+  // At most two events per task and one per block held before the step: reserved, as growing
+  // the lists moved every event several times.
+  std::vector<std::size_t> most(devices, 0);
+  for (auto const& t : index.facts)
+    most[static_cast<std::size_t>(t.device)] += 2;
+  for (auto const& b : program.initial)
+    ++most[static_cast<std::size_t>(b.device)];
+  for (std::size_t d = 0; d < devices; ++d)
+    events[d].reserve(most[d]);
   for (auto const& b : program.initial)
     events[static_cast<std::size_t>(b.device)].add(0.0, bytes_of(graph, b.tensor, b.region), true);
   // One pass from the last task back: a task's readers come after it, so its last use and

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <span>
 
 #include "support/assert.h"
 
@@ -12,8 +13,7 @@ class Loop {
  public:
   Loop(lower::Program const& program, Timings const& timings,
        std::vector<Resource> const& resources)
-      : program_(program), timings_(timings), n_(program.tasks.size()),
-        nodes_(n_ + program.collectives.size()) {
+      : program_(program), n_(program.tasks.size()), nodes_(n_ + program.collectives.size()) {
     // From the collectives' member lists: far less to read than every task.
     node_of_.resize(n_);
     for (lower::TaskId t = 0; t < n_; ++t)
@@ -24,6 +24,22 @@ class Loop {
     CLEAVE_ASSERT(timings.tasks.size() == n_, "one timing per task");
     CLEAVE_ASSERT(timings.collectives.size() == program.collectives.size(),
                   "one timing per collective");
+    // Every node's duration and resources, copied into flat lists in one pass: taking a node
+    // read them through its TaskTiming's own list, two cache misses in a row per node.
+    seconds_.resize(nodes_);
+    first_resource_.assign(nodes_ + 1, 0);
+    resources_.reserve(2 * nodes_);
+    key_.resize(nodes_);
+    for (NodeId v = 0; v < nodes_; ++v) {
+      if (is_node(v)) {
+        TaskTiming const& t = v < n_ ? timings.tasks[v] : timings.collectives[v - n_];
+        seconds_[v] = t.seconds;
+        for (auto res : t.resources)
+          resources_.push_back(res);
+        key_[v] = key_of(v);
+      }
+      first_resource_[v + 1] = static_cast<std::uint32_t>(resources_.size());
+    }
     run_.result.busy_seconds.assign(resources.size(), 0.0);
     free_at_.assign(resources.size(), 0.0);
   }
@@ -42,6 +58,7 @@ class Loop {
     std::vector<std::uint32_t> waiting(nodes_, 0);
     std::vector<std::uint32_t> first(nodes_ + 1, 0);
     std::vector<std::pair<NodeId, NodeId>> edges;  // (dependent, dependency), neither taken
+    edges.reserve(deps ? deps->deps.size() : n_);
     for (lower::TaskId i = 0; i < n_; ++i) {
       NodeId u = node_of_[i];
       if (taken[u]) continue;
@@ -96,16 +113,15 @@ class Loop {
   using Entry = std::pair<double, NodeId>;
 
   bool is_node(NodeId v) const { return v >= n_ || node_of_[v] == v; }
-  TaskTiming const& timing(NodeId v) const {
-    return v < n_ ? timings_.tasks[v] : timings_.collectives[v - n_];
+  std::span<ResourceId const> resources(NodeId v) const {
+    return {resources_.data() + first_resource_[v], resources_.data() + first_resource_[v + 1]};
   }
 
-  // The canonical order of nodes: tasks before collectives, each by content; by id only where the
-  // contents are equal (never in a lowered program).
+  // The canonical order of nodes: tasks before collectives, each by content (by key_of first);
+  // by id only where the contents are equal (never in a lowered program).
   bool before(NodeId a, NodeId b) const {
-    bool ta = a < n_, tb = b < n_;
-    if (ta != tb) return ta;
-    if (ta) {
+    if (key_[a] != key_[b]) return key_[a] < key_[b];
+    if (a < n_) {  // then so is b: their keys are equal
       auto const& x = program_.tasks[a];
       auto const& y = program_.tasks[b];
       if (lower::canonical_less(x, y)) return true;
@@ -119,9 +135,24 @@ class Loop {
     return a < b;
   }
 
+  // A prefix of node v's place in the canonical order, in 64 bits: tasks before collectives;
+  // then a task's kind, op and piece (saturated), a collective's kind and tensor. Nodes whose
+  // keys differ are ordered by them without reading the tasks (ties in ready time are common).
+  std::uint64_t key_of(NodeId v) const {
+    if (v < n_) {
+      auto const& t = program_.tasks[v];
+      std::uint64_t piece = std::min<std::uint64_t>(t.piece, (std::uint64_t{1} << 28) - 1);
+      return std::uint64_t{static_cast<std::uint8_t>(t.kind)} << 60 |
+             std::uint64_t{t.op.value()} << 28 | piece;
+    }
+    auto const& c = program_.collectives[v - n_];
+    return std::uint64_t{1} << 63 | std::uint64_t{static_cast<std::uint8_t>(c.kind)} << 32 |
+           c.tensor.value();
+  }
+
   double start_of(NodeId v, double at) const {
     double start = at;
-    for (auto res : timing(v).resources)
+    for (auto res : resources(v))
       start = std::max(start, free_at_[res]);
     return start;
   }
@@ -137,11 +168,11 @@ class Loop {
   // Takes node v, ready at `at`, from `start`: it holds its resources until it ends.
   void take(NodeId v, double at, double start) {
     checkpoint();
-    TaskTiming const& t = timing(v);
-    double end = start + t.seconds;
-    for (auto res : t.resources) {
+    double seconds = seconds_[v];
+    double end = start + seconds;
+    for (auto res : resources(v)) {
       free_at_[res] = end;
-      run_.result.busy_seconds[res] += t.seconds;
+      run_.result.busy_seconds[res] += seconds;
     }
     run_.ready[v] = at;
     node_end_[v] = end;
@@ -205,10 +236,13 @@ class Loop {
   }
 
   lower::Program const& program_;
-  Timings const& timings_;
   std::size_t n_;
   std::size_t nodes_;
-  std::vector<NodeId> node_of_;  // per task: its node (itself, or its collective's)
+  std::vector<NodeId> node_of_;                // per task: its node (itself, or its collective's)
+  std::vector<double> seconds_;                // per node
+  std::vector<std::uint64_t> key_;             // per node, key_of
+  std::vector<std::uint32_t> first_resource_;  // per node, into resources_
+  std::vector<ResourceId> resources_;
   std::vector<double> free_at_;
   std::vector<double> node_end_;
   Run run_;
