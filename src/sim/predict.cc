@@ -56,10 +56,6 @@ bool is_swap(lower::TaskKind kind) {
   return kind == lower::TaskKind::swap_out || kind == lower::TaskKind::swap_in;
 }
 
-}  // namespace
-
-namespace {
-
 // A compute or reduce task's time on its device's compute stream.
 cost::ComputeCost price_compute(lower::Task const& t, ir::Graph const& graph,
                                 cost::CostModel const& cost) {
@@ -114,6 +110,10 @@ cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program
   // A device that copies on its compute stream also combines the partial results there, after
   // its copies (the runtime's reduce members on CPU cores); a GPU's reductions run inside the
   // collective's kernels at line rate. The slowest device's reductions lengthen the collective.
+  if (std::none_of(group.begin(), group.end(), [&](cluster::DeviceId d) {
+        return copies_on_compute(c.devices()[d.value()]);
+      }))
+    return price;
   std::vector<double> reducing(c.num_devices(), 0.0);
   for (auto m : collective.members) {
     auto const& t = program.tasks[m];
