@@ -159,6 +159,7 @@ class Evaluator {
       len *= box[d].size();
     buffers_.assign(nodes_.size(),
                     std::vector<float>(static_cast<std::size_t>(std::min(len, chunk))));
+    values_.assign(nodes_.size(), nullptr);
     tdl::Reducer reducer = op_.reducer();
     std::int64_t out_size = tdl::box_volume(call_.piece->output);
     if (reducer != tdl::Reducer::none)
@@ -278,18 +279,16 @@ class Evaluator {
     return {base, step};
   }
 
-  // Elements [from, from + len) of the row.
-  void load(Access const& a, float* v, std::int64_t from, std::int64_t len, int inner) {
+  // Elements [from, from + len) of the row: in place where they are contiguous in the block,
+  // else loaded into v.
+  float const* load(Access const& a, float* v, std::int64_t from, std::int64_t len, int inner) {
     if (a.affine) {
       auto [base, step] = affine_row(a, inner);
       float const* p = a.data + base + from * step;
-      if (step == 1) {
-        std::copy(p, p + len, v);
-      } else {
-        for (std::int64_t i = 0; i < len; ++i)
-          v[i] = p[i * step];
-      }
-      return;
+      if (step == 1) return p;
+      for (std::int64_t i = 0; i < len; ++i)
+        v[i] = p[i * step];
+      return v;
     }
     std::int64_t start = inner >= 0 ? env_[static_cast<std::size_t>(inner)] : 0;
     for (std::int64_t i = 0; i < len; ++i) {
@@ -298,6 +297,7 @@ class Evaluator {
       v[i] = at < 0 ? a.pad : a.data[at];
     }
     if (inner >= 0) env_[static_cast<std::size_t>(inner)] = start;
+    return v;
   }
 
   // One row, a chunk at a time, so that the nodes' buffers stay in cache (a row spanning a whole
@@ -313,12 +313,11 @@ class Evaluator {
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
       Node const& n = nodes_[k];
       float* v = buffers_[k].data();
-      float const* a =
-          n.args[0] >= 0 ? buffers_[static_cast<std::size_t>(n.args[0])].data() : nullptr;
-      float const* b =
-          n.args[1] >= 0 ? buffers_[static_cast<std::size_t>(n.args[1])].data() : nullptr;
-      float const* c =
-          n.args[2] >= 0 ? buffers_[static_cast<std::size_t>(n.args[2])].data() : nullptr;
+      values_[k] = v;
+      auto arg = [&](int i) {
+        return n.args[i] >= 0 ? values_[static_cast<std::size_t>(n.args[i])] : nullptr;
+      };
+      float const *a = arg(0), *b = arg(1), *c = arg(2);
       auto each = [&](auto f) {
         for (std::int64_t i = 0; i < len; ++i)
           v[i] = f(i);
@@ -335,7 +334,7 @@ class Evaluator {
         break;
       }
       case Fn::access:
-        load(accesses_[static_cast<std::size_t>(n.access)], v, from, len, inner);
+        values_[k] = load(accesses_[static_cast<std::size_t>(n.access)], v, from, len, inner);
         break;
       case Fn::neg:
         each([&](auto i) { return -a[i]; });
@@ -417,7 +416,7 @@ class Evaluator {
         break;
       }
     }
-    float const* v = buffers_.back().data();
+    float const* v = values_.back();
     auto [base, step] = affine_row(out_access, inner);
     float* o = out + base + from * step;
     switch (reducer) {
@@ -452,6 +451,7 @@ class Evaluator {
   std::vector<Access> accesses_;
   std::vector<Access> blocks_;  // each input's block, for gathers
   std::vector<std::vector<float>> buffers_;
+  std::vector<float const*> values_;  // per node: its values in the current chunk
   std::vector<std::int64_t> env_;
   std::uint64_t var_slots_ = 0;  // slots whose values the expression uses (`c == T[b]`)
 };
