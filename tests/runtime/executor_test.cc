@@ -2,6 +2,7 @@
 // blocks are freed after their last reader, and the workers' figures add up.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <gtest/gtest.h>
 
 #include "lower/reference_run.h"
@@ -28,16 +29,26 @@ TEST(Executor, DataParallelMlpMatchesTheReference) {
   EXPECT_GT(report->tensors.size(), 3u);
 }
 
+// The mlp's tofu plan on two CPU devices, ready to run (the graph outlives the executor).
+class TofuMlpOnTwoDevices : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto p = make_plan(g, *registry, cluster, "cpu:devices=2", "tofu", 4);
+    ASSERT_TRUE(p.has_value()) << p.error().to_string();
+    auto made = executor_for(g, *p, *registry, cluster);
+    ASSERT_TRUE(made.has_value()) << made.error().to_string();
+    exec.emplace(std::move(*made));
+  }
+
+  std::unique_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();
+  ir::Graph g = training_graph(mlp, *registry);
+  cluster::Cluster cluster = *cluster::load_cluster("cpu:devices=2");
+  std::optional<Executor> exec;
+};
+
 // Several steps: the reference runs the last one from the state the partitioned run started it
 // from, and a wrong value in the last step's results, or a different starting state, fails.
-TEST(Executor, TheCheckComparesTheLastStepFromTheSameState) {
-  auto registry = ops::OpRegistry::with_builtins();
-  auto g = training_graph(mlp, *registry);
-  auto cluster = *cluster::load_cluster("cpu:devices=2");
-  auto p = make_plan(g, *registry, cluster, "cpu:devices=2", "tofu", 4);
-  ASSERT_TRUE(p.has_value()) << p.error().to_string();
-  auto exec = executor_for(g, *p, *registry, cluster);
-  ASSERT_TRUE(exec.has_value()) << exec.error().to_string();
+TEST_F(TofuMlpOnTwoDevices, TheCheckComparesTheLastStepFromTheSameState) {
   TrainingConfig config;
   config.steps = 3;
   config.exec.capture = checked_tensors(g, "loss");
@@ -66,14 +77,7 @@ TEST(Executor, TheCheckComparesTheLastStepFromTheSameState) {
   EXPECT_FALSE(check(elsewhere).passed);
 }
 
-TEST(Executor, StepFiguresAddUp) {
-  auto registry = ops::OpRegistry::with_builtins();
-  auto g = training_graph(mlp, *registry);
-  auto cluster = *cluster::load_cluster("cpu:devices=2");
-  auto p = make_plan(g, *registry, cluster, "cpu:devices=2", "tofu", 4);
-  ASSERT_TRUE(p.has_value()) << p.error().to_string();
-  auto exec = executor_for(g, *p, *registry, cluster);
-  ASSERT_TRUE(exec.has_value()) << exec.error().to_string();
+TEST_F(TofuMlpOnTwoDevices, StepFiguresAddUp) {
   auto step = exec->run_step(synthetic_sources(g, 1), {});
   ASSERT_TRUE(step.has_value()) << step.error().to_string();
   EXPECT_GT(step->step_s, 0);
