@@ -15,17 +15,22 @@ namespace cleave::autodiff {
 // What a rule sees of one forward op, with ids in the training graph being built.
 class GradContext {
  public:
+  // `output` is called at most once, when a rule reads the forward output (a batched use stacks
+  // it only then; autodiff/shared_uses.h).
   GradContext(ops::OpBuilder& b, ir::Op const& op, std::vector<ir::TensorId> inputs,
-              ir::TensorId output, ir::TensorId grad_output, std::vector<bool> wanted,
-              ir::OpId forward)
-      : b_(b), op_(op), inputs_(std::move(inputs)), output_(output), grad_output_(grad_output),
-        wanted_(std::move(wanted)), forward_(forward) {}
+              std::function<ir::TensorId()> output, ir::TensorId grad_output,
+              std::vector<bool> wanted, ir::OpId forward)
+      : b_(b), op_(op), inputs_(std::move(inputs)), make_output_(std::move(output)),
+        grad_output_(grad_output), wanted_(std::move(wanted)), forward_(forward) {}
 
   ir::Op const& op() const { return op_; }
   ir::Attrs const& attrs() const { return op_.attrs; }
   ir::TensorId input(std::size_t i) const { return inputs_[i]; }
   std::size_t num_inputs() const { return inputs_.size(); }
-  ir::TensorId output() const { return output_; }
+  ir::TensorId output() const {
+    if (!output_.valid()) output_ = make_output_();
+    return output_;
+  }
   ir::TensorId grad_output() const { return grad_output_; }  // dY
   // Whether input i needs a gradient (it is a weight or depends on one).
   bool wanted(std::size_t i) const { return wanted_[i]; }
@@ -40,7 +45,9 @@ class GradContext {
   ops::OpBuilder& b_;
   ir::Op const& op_;
   std::vector<ir::TensorId> inputs_;
-  ir::TensorId output_, grad_output_;
+  std::function<ir::TensorId()> make_output_;
+  mutable ir::TensorId output_;
+  ir::TensorId grad_output_;
   std::vector<bool> wanted_;
   ir::OpId forward_;
 };
