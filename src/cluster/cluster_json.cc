@@ -1,11 +1,11 @@
 #include "cluster/cluster_json.h"
 
-#include <cstdio>
 #include <map>
 #include <optional>
 
 #include "ir/text_format.h"
 #include "support/file_io.h"
+#include "support/hash.h"
 #include "support/json_read.h"
 
 namespace cleave::cluster {
@@ -269,11 +269,7 @@ Expected<Cluster> cluster_from_json(std::string_view text) {
   try {
     root = json::parse(text.begin(), text.end());
   } catch (json::parse_error const& e) {
-    std::string what = e.what();
-    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
-    std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-    return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
-                                             what + "; the file may be truncated or not be JSON");
+    return json_read::malformed_json(e.byte, e);
   }
   CLEAVE_TRY(ClusterParts parts, parts_from_json(root));
   return Cluster::create(std::move(parts));
@@ -293,18 +289,11 @@ Expected<Cluster> load_cluster_file(std::string const& path) {
 }
 
 std::uint64_t fingerprint(Cluster const& cluster) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (char ch : to_json(cluster, /*with_meta=*/false)) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  return fnv1a(to_json(cluster, /*with_meta=*/false));
 }
 
 std::string fingerprint_hex(Cluster const& cluster) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fingerprint(cluster)));
-  return buf;
+  return fnv1a_hex(to_json(cluster, /*with_meta=*/false));
 }
 
 }  // namespace cleave::cluster

@@ -8,6 +8,19 @@ Error content_error(std::string const& where, std::string const& problem) {
   return Error(ErrorCode::parse_error, where + ": " + problem);
 }
 
+std::string exception_message(json::exception const& e) {
+  std::string what = e.what();
+  if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+  return what;
+}
+
+Error malformed_json(std::size_t byte, json::exception const& e) {
+  std::size_t offset = byte > 0 ? byte - 1 : 0;  // 0-based, the offending byte
+  return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
+                                           exception_message(e) +
+                                           "; the file may be truncated or not be JSON");
+}
+
 std::string type_name(json const& v) {
   switch (v.type()) {
   case json::value_t::null:

@@ -17,6 +17,12 @@ using json = nlohmann::json;
 
 // A parse_error "<where>: <problem>".
 Error content_error(std::string const& where, std::string const& problem);
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix, which means nothing
+// to a user.
+std::string exception_message(json::exception const& e);
+// The parse_error for text that is not JSON: "malformed JSON at byte N: ...". `byte` is where
+// nlohmann stopped, counting the offending byte (or the end of input) as read.
+Error malformed_json(std::size_t byte, json::exception const& e);
 // "null", "a boolean", "a string", "an array", "an object" or "a number".
 std::string type_name(json const& v);
 // `obj` is an object with every required key and no key outside required + optional.
