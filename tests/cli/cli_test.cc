@@ -124,6 +124,8 @@ TEST(Cli, BadInputGivesAClearErrorAndNonZeroExit) {
   mismatch.replace(mismatch.find("[4,3]"), 5, "[4,5]");
   std::string mismatched = write("mismatch.json", mismatch);
   std::string bad_ops = write("bad.tdl", "# ok\nfine(A): Y[i] = A[i]\nbroken(A): Y[i] = A[i,\n");
+  // Issue 23: nested 10,000 deep (a stack overflow before), and sizes past 64 bits.
+  std::string deep_ops = write("deep.tdl", "deep(X): Y[i] = " + std::string(10000, '-') + "X[i]\n");
   Bad cases[] = {
       {"op 'Y[i,j] = sum(k) A[i,k] * B[k,j' --shape A=4x4 --shape B=4x4", "column 31"},
       {"op 'Y[y] = sum(dy:2) X[y*dy]' --shape X=8 --shape Y=4", "non-affine index"},
@@ -139,6 +141,11 @@ TEST(Cli, BadInputGivesAClearErrorAndNonZeroExit) {
       {"check-graph " + mismatched, "op 'fc'"},
       {"check-graph /nonexistent/graph.json", "cannot open"},
       {"--op-semantics " + bad_ops + " ops", "bad.tdl:3"},
+      {"--op-semantics " + deep_ops + " ops", "nests deeper than 200 levels"},
+      {"op matmul --shape A=2000000000x4 --shape B=4x2000000000 --json", "overflow 64-bit"},
+      {"op matmul --shape A=2000000000x2000000000 --shape B=2000000000x4", "bad shape"},
+      {"inspect gpt:vocab=999999999999,layers=1", "in op 'lm_logits'"},
+      {"inspect gpt:vocab=299999999999,layers=1 --json", "FLOPs per step overflow"},
   };
   for (auto const& c : cases) {
     Outcome r = cleave(c.args);
