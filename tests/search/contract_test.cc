@@ -2,6 +2,7 @@
 // error listing the valid keys), the seeded engine, budgets (one iteration or a tiny time still
 // leave a valid plan, and the provenance records them), progress reports, the cost model reaching
 // tofu-ranked, and the table's --help text.
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include "autodiff/training_graph.h"
@@ -222,6 +223,18 @@ TEST(SearchTable, HelpNamesEveryAlgorithmWithItsOptions) {
       EXPECT_NE(help.find("--option " + o.name + "=<" + type_text(o) + ">"), std::string::npos)
           << info.name << " " << o.name;
   }
+}
+
+// docs/search.md quotes the list; a change to the table must update it.
+TEST(SearchTable, DocsListEveryAlgorithmAsHelpDoes) {
+  std::ifstream in(std::string(CLEAVE_DOCS_DIR) + "/search.md");
+  std::string doc{std::istreambuf_iterator<char>(in), {}};
+  auto begin = doc.find("<!-- algorithms_help begin -->\n```\n");
+  auto end = doc.find("```\n<!-- algorithms_help end -->");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  begin += std::string("<!-- algorithms_help begin -->\n```\n").size();
+  EXPECT_EQ(doc.substr(begin, end - begin), algorithms_help());
 }
 
 }  // namespace
