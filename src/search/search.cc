@@ -86,17 +86,17 @@ std::vector<AlgorithmInfo> algorithm_infos() {
 
 std::vector<std::string> algorithms() {
   std::vector<std::string> out;
-  for (auto const& a : table())
-    out.push_back(a.info.name);
+  for (auto const& info : algorithm_infos())
+    out.push_back(info.name);
   return out;
 }
 
 std::string algorithms_help() {
   std::string out;
-  for (auto const& a : table()) {
-    out += "  " + a.info.name + ": " + a.info.summary + "\n";
-    if (!a.info.iteration.empty()) out += "      iteration: " + a.info.iteration + "\n";
-    for (auto const& o : a.info.options)
+  for (auto const& info : algorithm_infos()) {
+    out += "  " + info.name + ": " + info.summary + "\n";
+    if (!info.iteration.empty()) out += "      iteration: " + info.iteration + "\n";
+    for (auto const& o : info.options)
       out += "      --option " + o.name + "=<" + type_text(o) +
              "> (default: " + (o.default_value.empty() ? "none" : o.default_value) +
              "): " + o.help + "\n";
