@@ -63,6 +63,14 @@ struct ClustersCommand {
 // Without --show or --export: the presets with their keys, defaults and sources.
 int run_clusters(ClustersCommand const& cmd);
 
+// How `plan` and `compare` search: the algorithm options as set (--option KEY=VALUE, repeatable)
+// and the budget (search_context.h).
+struct SearchFlags {
+  std::vector<std::string> options;
+  std::optional<double> budget_seconds;
+  std::optional<std::int64_t> budget_iterations;
+};
+
 struct PlanCommand {
   std::string model;
   std::string cluster;
@@ -70,6 +78,7 @@ struct PlanCommand {
   std::string output;   // empty: do not write the plan
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
   TrainingFlags training;
+  SearchFlags search;
   std::uint64_t seed = 0;
   bool json = false;
 };
@@ -90,6 +99,7 @@ struct CompareCommand {
   std::vector<std::string> algos;  // empty: every algorithm
   std::string profile;             // a cleave.profile/1 table; empty: the roofline's defaults
   TrainingFlags training;
+  SearchFlags search;  // an option applies to every compared algorithm that declares it
   bool json = false;
 };
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);

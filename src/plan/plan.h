@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -39,9 +41,16 @@ enum class FetchPolicy : std::uint8_t { shared, per_pass };
 
 struct Provenance {
   std::string algorithm;  // "single", "data-parallel", "tofu", ...
-  std::string config;     // the algorithm's settings, as text
+  std::string config;     // what the algorithm found, as text (e.g. "ways=4,2 comm_bytes=...")
   std::uint64_t seed = 0;
   double search_time_s = 0;
+  // The algorithm's options as the search ran with them (key, value), defaults included, in the
+  // order the algorithm declares them (search/common/options.h).
+  std::vector<std::pair<std::string, std::string>> options;
+  // The search budget (search_context.h); absent: unlimited.
+  std::optional<double> budget_time_s;
+  std::optional<std::int64_t> budget_iterations;
+  bool budget_exhausted = false;  // the search stopped at its budget with the best plan so far
 };
 
 struct Plan {

@@ -8,6 +8,47 @@ namespace cleave::plan {
 
 using nlohmann::json;
 
+namespace {
+
+// Options, budget and budget_exhausted came with the search contract (issue 14); plans that
+// predate them load with none, unlimited and false.
+json provenance_to_json(Provenance const& prov) {
+  json options = json::object();
+  for (auto const& [key, value] : prov.options)
+    options[key] = value;
+  json budget = json::object();
+  if (prov.budget_time_s) budget["time_s"] = *prov.budget_time_s;
+  if (prov.budget_iterations) budget["iterations"] = *prov.budget_iterations;
+  return {{"algorithm", prov.algorithm},        {"config", prov.config},
+          {"options", std::move(options)},      {"seed", prov.seed},
+          {"budget", std::move(budget)},        {"budget_exhausted", prov.budget_exhausted},
+          {"search_time_s", prov.search_time_s}};
+}
+
+// Throws json::exception on a malformed object (plan_from_json turns it into an Error).
+Provenance provenance_from_json(json const& prov) {
+  Provenance out;
+  out.algorithm = prov.at("algorithm").get<std::string>();
+  out.config = prov.at("config").get<std::string>();
+  out.seed = prov.at("seed").get<std::uint64_t>();
+  out.search_time_s = prov.at("search_time_s").get<double>();
+  // A JSON object's keys come back sorted (nlohmann), not in the algorithm's declared order.
+  if (prov.contains("options"))
+    for (auto const& [key, value] : prov.at("options").items())
+      out.options.emplace_back(key, value.get<std::string>());
+  if (prov.contains("budget")) {
+    auto const& budget = prov.at("budget");
+    if (budget.contains("time_s")) out.budget_time_s = budget.at("time_s").get<double>();
+    if (budget.contains("iterations"))
+      out.budget_iterations = budget.at("iterations").get<std::int64_t>();
+  }
+  if (prov.contains("budget_exhausted"))
+    out.budget_exhausted = prov.at("budget_exhausted").get<bool>();
+  return out;
+}
+
+}  // namespace
+
 std::string plan_to_json(Plan const& plan) {
   json j;
   j["format"] = plan_format;
@@ -17,10 +58,7 @@ std::string plan_to_json(Plan const& plan) {
   j["model"] = plan.model;
   j["devices"] = plan.num_devices;
   j["fetch"] = plan.fetch == FetchPolicy::per_pass ? "per-pass" : "shared";
-  j["provenance"] = {{"algorithm", plan.provenance.algorithm},
-                     {"config", plan.provenance.config},
-                     {"seed", plan.provenance.seed},
-                     {"search_time_s", plan.provenance.search_time_s}};
+  j["provenance"] = provenance_to_json(plan.provenance);
   auto ops = json::array();
   for (auto const& c : plan.ops)
     ops.push_back({{"degrees", c.degrees}, {"devices", c.devices}});
@@ -59,9 +97,7 @@ Expected<Plan> plan_from_json(std::string_view text) {
                                                  "\"; it must be \"shared\" or \"per-pass\"");
       p.fetch = fetch == "per-pass" ? FetchPolicy::per_pass : FetchPolicy::shared;
     }
-    auto const& prov = j.at("provenance");
-    p.provenance = {prov.at("algorithm").get<std::string>(), prov.at("config").get<std::string>(),
-                    prov.at("seed").get<std::uint64_t>(), prov.at("search_time_s").get<double>()};
+    p.provenance = provenance_from_json(j.at("provenance"));
     for (auto const& c : j.at("ops"))
       p.ops.push_back({c.at("degrees").get<std::vector<std::int64_t>>(),
                        c.at("devices").get<std::vector<int>>()});

@@ -395,6 +395,57 @@ TEST(Cli, ProfileOverridesTheRoofline) {
   EXPECT_EQ(nlohmann::json::parse(sim.out)["plans"][0]["measured_tasks"], 1);
 }
 
+// The search contract on the command line: --help lists every algorithm with its options,
+// --option and the budgets reach the search and its plan's provenance, bad settings are errors.
+TEST(Cli, SearchOptionsBudgetsAndHelp) {
+  Outcome help = cleave("plan --help");
+  ASSERT_EQ(help.code, 0) << help.err;
+  for (char const* algo : {"single", "data-parallel", "expert", "tofu", "tofu-ranked", "optcnn",
+                           "allrow-greedy", "equal-chop"})
+    EXPECT_NE(help.out.find(std::string("  ") + algo + ": "), std::string::npos) << algo;
+  EXPECT_NE(help.out.find("--option ways=<integers a,b,...>"), std::string::npos) << help.out;
+  EXPECT_NE(cleave("compare --help").out.find("  tofu-ranked: "), std::string::npos);
+
+  std::string model = "mlp:layers=2,hidden=16,input=8,classes=4,batch=8";
+  std::string plan = (scratch() / "budgeted.json").string();
+  Outcome made =
+      cleave("plan " + model + " --cluster cpu:devices=8 --algo tofu --option " +
+             "fetch=shared --budget-iterations 1 --budget-seconds 60 --seed 5 -o " + plan);
+  ASSERT_EQ(made.code, 0) << made.err;
+  EXPECT_TRUE(made.err.empty()) << made.err;  // no progress line when stderr is not a terminal
+  auto prov = nlohmann::json::parse(slurp(plan))["provenance"];
+  EXPECT_EQ(prov["options"]["fetch"], "shared");
+  EXPECT_EQ(prov["options"]["max_table_entries"], "4194304");
+  EXPECT_EQ(prov["budget"]["iterations"], 1);
+  EXPECT_EQ(prov["budget"]["time_s"], 60.0);
+  EXPECT_EQ(prov["budget_exhausted"], true);
+  EXPECT_EQ(prov["seed"], 5);
+  Outcome sim = cleave("simulate " + plan);
+  EXPECT_EQ(sim.code, 0) << sim.err;
+
+  Outcome cmp = cleave("compare " + model + " --cluster cpu:devices=4 --algos single,optcnn " +
+                       "--option max_table_entries=64 --json");
+  EXPECT_EQ(cmp.code, 0) << cmp.err;
+
+  Bad cases[] = {
+      {"plan " + model + " --cluster cpu:devices=4 --algo tofu --option max_tables=4",
+       "unknown option 'max_tables'; valid keys for tofu: ways (integers a,b,...), fetch (one of "
+       "per-pass|shared), max_table_entries (integer), max_factor_entries (integer)"},
+      {"plan " + model + " --cluster cpu:devices=4 --algo optcnn --option max_table_entries=x",
+       "option max_table_entries=x is not integer"},
+      {"plan " + model + " --cluster cpu:devices=4 --algo tofu --option ways",
+       "--option 'ways' must look like NAME=VALUE"},
+      {"compare " + model + " --cluster cpu:devices=4 --algos single,expert --option ways=4",
+       "no algorithm compared declares it"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+  EXPECT_NE(cleave("plan " + model + " --cluster cpu:devices=4 --budget-iterations 0").code, 0);
+}
+
 TEST(Cli, BadProfilesAreClearErrors) {
   std::string negative = write("negative.json", R"({"format":"cleave.profile/1","entries":[
 {"op":"linear","extents":[16,64,32],"dtype":"fp32","device_kind":"V100-SXM2-16GB","seconds":-2}
