@@ -102,8 +102,9 @@ struct Lowering::State {
   std::uint32_t num_ops = 0;
   std::vector<std::vector<tdl::PieceInfo>> pieces;  // per op
   std::vector<std::vector<Held>> layout;            // per tensor
-  std::vector<bool> from_readers;        // sources delivered where they are read (inputs)
-  std::vector<plan::FetchPolicy> fetch;  // per tensor
+  std::vector<bool> from_readers;  // sources delivered where they are read (inputs)
+  // Per tensor: its fetch policy (plan::fetch_policy), set by build().
+  std::vector<plan::FetchPolicy> fetch;
   std::vector<std::optional<ir::TensorId>> places;  // per op: the source its update places
   std::vector<Part> op_parts;
   std::vector<TensorPart> tensor_parts;  // early parts by tensor id, then late parts
@@ -120,9 +121,9 @@ struct Lowering::State {
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
         pieces(g.num_ops()), layout(g.num_tensors()), from_readers(g.num_tensors(), false),
-        fetch(g.num_tensors(), plan.fetch), places(g.num_ops()), op_parts(g.num_ops()),
-        tensor_parts(2 * g.num_tensors()), num_tensors(static_cast<std::uint32_t>(g.num_tensors())),
-        gate(g.num_tensors()), gates(g.num_ops()) {}
+        places(g.num_ops()), op_parts(g.num_ops()), tensor_parts(2 * g.num_tensors()),
+        num_tensors(static_cast<std::uint32_t>(g.num_tensors())), gate(g.num_tensors()),
+        gates(g.num_ops()) {}
 
   std::uint32_t part_id(ir::TensorId t, Pass pass) const {
     return num_ops + (pass == late_pass ? num_tensors : 0) + t.value();
@@ -174,6 +175,7 @@ struct Lowering::State {
   }
 
   Status build() {
+    fetch.assign(graph.num_tensors(), plan.fetch);
     for (auto const& f : plan.tensor_fetch)
       fetch[f.tensor.value()] = f.policy;
     for (auto const& t : graph.tensors()) {
