@@ -156,60 +156,95 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
   return q;
 }
 
-// An error naming an ordering edge on a cycle of the program's dependencies, if there is one.
+// The program's dependencies between the units the simulator schedules (a task in no
+// collective, or a whole collective: its members start together), each edge with the tasks it
+// comes from: a compressed list per unit.
+struct UnitGraph {
+  struct Edge {
+    TaskId task;       // waits
+    TaskId after;      // for this one
+    bool ordering;     // an ordering edge, not a dependency
+    std::uint32_t to;  // after's unit
+  };
+  std::vector<std::uint32_t> first;  // per unit, into edges
+  std::vector<Edge> edges;
+
+  explicit UnitGraph(Program const& p) {
+    std::vector<std::uint32_t> unit(p.tasks.size());
+    for (TaskId i = 0; i < p.tasks.size(); ++i)
+      unit[i] = i;
+    for (std::size_t c = 0; c < p.collectives.size(); ++c)
+      for (auto m : p.collectives[c].members)
+        unit[m] = static_cast<std::uint32_t>(p.tasks.size() + c);
+    std::vector<std::vector<Edge>> out(p.tasks.size() + p.collectives.size());
+    auto add = [&](TaskId task, TaskId after, bool ordering) {
+      if (unit[task] != unit[after])
+        out[unit[task]].push_back({task, after, ordering, unit[after]});
+    };
+    for (TaskId i = 0; i < p.tasks.size(); ++i)
+      for (TaskId d : p.tasks[i].deps)
+        add(i, d, false);
+    for (auto const& e : p.ordering)
+      add(e.task, e.after, true);
+    first.push_back(0);
+    for (auto& list : out) {
+      edges.insert(edges.end(), list.begin(), list.end());
+      first.push_back(static_cast<std::uint32_t>(edges.size()));
+    }
+  }
+  std::size_t units() const { return first.size() - 1; }
+};
+
+// An error naming an ordering edge on a cycle of the program's units, if there is one: an order
+// that the simulator could not follow (and the runtime might deadlock on).
 Status check_acyclic(ir::Graph const& graph, Program const& p) {
-  std::vector<std::vector<TaskId>> ordered(p.tasks.size());  // per task, its ordering edges
-  for (auto const& e : p.ordering)
-    ordered[e.task].push_back(e.after);
+  UnitGraph g(p);
   enum : std::uint8_t { fresh, open, done };
-  std::vector<std::uint8_t> state(p.tasks.size(), fresh);
+  std::vector<std::uint8_t> state(g.units(), fresh);
   struct Frame {
-    TaskId task;
-    std::size_t next;  // the next of deps then ordering edges to follow
+    std::uint32_t unit;
+    std::uint32_t next;  // the next of its edges to follow
   };
-  auto edge = [&](TaskId t, std::size_t k) {
-    auto const& deps = p.tasks[t].deps;
-    return k < deps.size() ? deps[k] : ordered[t][k - deps.size()];
-  };
-  for (TaskId root = 0; root < p.tasks.size(); ++root) {
+  for (std::uint32_t root = 0; root < g.units(); ++root) {
     if (state[root] != fresh) continue;
-    std::vector<Frame> stack{{root, 0}};
+    std::vector<Frame> stack{{root, g.first[root]}};
     state[root] = open;
     while (!stack.empty()) {
       Frame& f = stack.back();
-      if (f.next == p.tasks[f.task].deps.size() + ordered[f.task].size()) {
-        state[f.task] = done;
+      if (f.next == g.first[f.unit + 1]) {
+        state[f.unit] = done;
         stack.pop_back();
         continue;
       }
-      TaskId v = edge(f.task, f.next++);
+      std::uint32_t v = g.edges[f.next++].to;
       if (state[v] == fresh) {
         state[v] = open;
-        stack.push_back({v, 0});
+        stack.push_back({v, g.first[v]});
         continue;
       }
       if (state[v] == done) continue;
       // A cycle: from v's frame to the top, then back to v. Name an ordering edge on it,
       // preferably one between two pieces of a device's order.
       auto from =
-          std::find_if(stack.begin(), stack.end(), [&](Frame const& g) { return g.task == v; });
-      std::optional<std::pair<TaskId, TaskId>> named;
+          std::find_if(stack.begin(), stack.end(), [&](Frame const& h) { return h.unit == v; });
+      std::optional<UnitGraph::Edge> named;
       for (auto it = from; it != stack.end(); ++it) {
-        TaskId a = it->task;
-        TaskId b = edge(a, it->next - 1);
-        if (it->next - 1 < p.tasks[a].deps.size()) continue;
-        bool pieces = p.tasks[a].kind == TaskKind::compute && p.tasks[b].kind == TaskKind::compute;
-        if (!named || pieces) named = {a, b};
+        auto const& e = g.edges[it->next - 1];
+        if (!e.ordering) continue;
+        bool pieces =
+            p.tasks[e.task].kind == TaskKind::compute && p.tasks[e.after].kind == TaskKind::compute;
+        if (!named || pieces) named = e;
         if (pieces) break;
       }
       CLEAVE_ASSERT(named.has_value(), "the program's data dependencies form a cycle");
-      Task const& a = p.tasks[named->first];
-      Task const& b = p.tasks[named->second];
+      Task const& a = p.tasks[named->task];
+      Task const& b = p.tasks[named->after];
       return Error(ErrorCode::invalid_argument,
                    "the plan's order of device " + std::to_string(a.device) + " runs " +
                        describe(graph, b) + " before " + describe(graph, a) +
                        ", but the former needs what the latter computes (directly or through "
-                       "other tasks): the order contradicts the data dependencies");
+                       "other tasks, or a collective that runs as one): the order contradicts the "
+                       "data dependencies");
     }
   }
   return Status::ok();

@@ -9,8 +9,9 @@
 //   the block, lifetime.h) and a swap-in task (it reads the swap-out's host copy, after the piece
 //   that issues it), both placed just after the block's writer in the task list; the device's
 //   pieces from `in_before` on read the swapped-in block instead of the original;
-// - checks that the orders agree with the data dependencies: an order that would make a cycle is
-//   an error naming two pieces of it.
+// - checks that the orders agree with the data dependencies, a collective counting as one unit
+//   (its members start together in the simulator): an order that would make a cycle is an error
+//   naming two pieces of it.
 //
 // Swaps are limited to what a device alone decides: the block is the whole output of one of its
 // compute pieces or reduce tasks, and no other device reads it (docs/runtime.md).

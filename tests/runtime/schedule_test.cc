@@ -33,31 +33,39 @@ started(lower::Program const& p, std::vector<Span> const& spans, Start const& st
   return out;
 }
 
-// Per device, its compute pieces in a topological order of the whole program that takes, among
-// the ready tasks, the last in the task list first: far from the simulator's default (first
-// ready, ties by content), and consistent across devices since it is one global order.
+// Per device, its compute pieces in a topological order of the whole program's units (tasks, and
+// collectives as one, as the simulator takes them) that takes, among the ready units, the last in
+// the task list first: far from the simulator's default (first ready, ties by content), and
+// consistent across devices since it is one global order.
 std::vector<std::vector<plan::PieceRef>> latest_first(lower::Program const& p) {
-  std::vector<std::vector<lower::TaskId>> dependents(p.tasks.size());
-  std::vector<std::size_t> waiting(p.tasks.size(), 0);
-  for (lower::TaskId i = 0; i < p.tasks.size(); ++i)
-    for (auto d : p.tasks[i].deps) {
-      dependents[d].push_back(i);
-      ++waiting[i];
-    }
-  // Collectives' members run as one unit in the simulator: a total order of tasks is still a
-  // valid order of each device's pieces, whatever the units.
-  std::priority_queue<lower::TaskId> ready;
-  for (lower::TaskId i = 0; i < p.tasks.size(); ++i)
-    if (waiting[i] == 0) ready.push(i);
+  std::size_t n = p.tasks.size();
+  std::vector<std::uint32_t> unit(n);
+  for (lower::TaskId i = 0; i < n; ++i)
+    unit[i] = i;
+  for (std::size_t c = 0; c < p.collectives.size(); ++c)
+    for (auto m : p.collectives[c].members)
+      unit[m] = static_cast<std::uint32_t>(n + c);
+  std::vector<std::vector<std::uint32_t>> dependents(n + p.collectives.size());
+  std::vector<std::size_t> waiting(n + p.collectives.size(), 0);
+  for (lower::TaskId i = 0; i < n; ++i)
+    for (auto d : p.tasks[i].deps)
+      if (unit[d] != unit[i]) {
+        dependents[unit[d]].push_back(unit[i]);
+        ++waiting[unit[i]];
+      }
+  auto key = [&](std::uint32_t u) { return u < n ? u : p.collectives[u - n].members.front(); };
+  std::priority_queue<std::pair<lower::TaskId, std::uint32_t>> ready;
+  for (std::uint32_t u = 0; u < waiting.size(); ++u)
+    if (waiting[u] == 0 && (u >= n || unit[u] == u)) ready.push({key(u), u});
   std::vector<std::vector<plan::PieceRef>> order(static_cast<std::size_t>(p.num_devices));
   while (!ready.empty()) {
-    auto i = ready.top();
+    auto u = ready.top().second;
     ready.pop();
-    auto const& t = p.tasks[i];
-    if (t.kind == lower::TaskKind::compute)
-      order[static_cast<std::size_t>(t.device)].push_back({t.op.value(), t.piece});
-    for (auto u : dependents[i])
-      if (--waiting[u] == 0) ready.push(u);
+    if (u < n && p.tasks[u].kind == lower::TaskKind::compute)
+      order[static_cast<std::size_t>(p.tasks[u].device)].push_back(
+          {p.tasks[u].op.value(), p.tasks[u].piece});
+    for (auto v : dependents[u])
+      if (--waiting[v] == 0) ready.push({key(v), v});
   }
   return order;
 }
