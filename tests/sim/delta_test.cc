@@ -110,8 +110,8 @@ TEST(DeltaSchedule, TheFirstChangeDropsTheScheduleAndStaysExact) {
       *registry);
   auto cluster = *cluster::load_cluster("cpu:devices=2");
   cost::CostModel cost(cluster);
-  auto plan = lower::testing::with_swapped_activations(
-      g, plan::single_device_plan(g, *registry), /*gap=*/2);
+  auto plan = lower::testing::with_swapped_activations(g, plan::single_device_plan(g, *registry),
+                                                       /*gap=*/2);
   plan.num_devices = 2;
   plan.order.emplace_back();
   ASSERT_FALSE(plan.swaps.empty());
