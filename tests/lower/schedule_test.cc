@@ -11,6 +11,7 @@
 #include "lower/reference_run.h"
 #include "lower/test_models.h"
 #include "models/model_zoo.h"
+#include "ops/op_builder.h"
 #include "ops/reference_executor.h"
 #include "plan/plan_json.h"
 
@@ -129,6 +130,35 @@ TEST(Schedule, BadSchedulesAreClearErrors) {
         << c.message << "\n"
         << program.error().message();
   }
+}
+
+// The simulator starts a collective's members together, so an order that only a collective
+// makes cyclic is an error too: b's piece 0 on device 1 reads a's piece 0 from device 0 and b's
+// piece 1 on device 0 reads a's piece 1 from device 1, an all-gather; device 1 running b's piece 0
+// before a's piece 1 waits on the all-gather, which waits on a's piece 1.
+TEST(Schedule, AnOrderCyclicOnlyThroughACollectiveIsAnError) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ops::OpBuilder b(*registry);
+  auto x = b.input("x", {4, 8});
+  auto y = b.op("relu", {x}, {}, "a");
+  b.op("relu", {y}, {}, "b");
+  ir::Graph g = *b.finish();
+  plan::Plan p = plan::single_device_plan(g, *registry);
+  p.num_devices = 2;
+  p.ops[0] = {{2, 1}, {0, 1}};
+  p.ops[1] = {{2, 1}, {1, 0}};
+  auto plain = lower(g, p, *registry);
+  ASSERT_TRUE(plain.has_value()) << plain.error().to_string();
+  ASSERT_EQ(plain->collectives.size(), 1u);
+  EXPECT_EQ(plain->collectives[0].kind, CollectiveKind::all_gather);
+  p.order = {{{0, 0}, {1, 1}}, {{1, 0}, {0, 1}}};
+  auto ordered = lower(g, p, *registry);
+  ASSERT_FALSE(ordered.has_value());
+  EXPECT_NE(ordered.error().message().find("runs op 'b' piece 0 before op 'a' piece 1"),
+            std::string::npos)
+      << ordered.error().message();
+  p.order = {{{0, 0}, {1, 1}}, {{0, 1}, {1, 0}}};
+  EXPECT_TRUE(lower(g, p, *registry).has_value());
 }
 
 // A plan-wide fetch policy and the same policy set tensor by tensor lower alike; an override
