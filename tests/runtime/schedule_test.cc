@@ -71,9 +71,13 @@ std::vector<std::vector<plan::PieceRef>> latest_first(lower::Program const& p) {
 }
 
 struct OrderCase {
+  char const* name;
   char const* cluster;
   char const* algo;
 };
+void PrintTo(OrderCase const& c, std::ostream* os) {
+  *os << c.cluster << ' ' << c.algo;
+}
 
 class PlanOrder : public ::testing::TestWithParam<OrderCase> {};
 
@@ -111,9 +115,11 @@ TEST_P(PlanOrder, SimulatedAndExecutedOrdersAreThePlans) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, PlanOrder,
-                         ::testing::Values(OrderCase{"cpu:devices=1", "single"},
-                                           OrderCase{"cpu:devices=2", "data-parallel"},
-                                           OrderCase{"cpu:devices=2", "tofu"}));
+                         ::testing::Values(OrderCase{"one_single", "cpu:devices=1", "single"},
+                                           OrderCase{"two_data_parallel", "cpu:devices=2",
+                                                     "data-parallel"},
+                                           OrderCase{"two_tofu", "cpu:devices=2", "tofu"}),
+                         [](auto const& info) { return std::string(info.param.name); });
 
 TEST(PlanOrder, AnOrderAgainstTheDataIsAnErrorNamingTwoPieces) {
   auto registry = ops::OpRegistry::with_builtins();
