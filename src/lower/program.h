@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cost/collective.h"
 #include "plan/plan.h"
 #include "support/units.h"
 
@@ -39,7 +40,8 @@ struct Task {
   CollectiveId collective = no_collective;  // the collective this task is a member of, if any
 };
 
-enum class CollectiveKind : std::uint8_t { all_gather, reduce_scatter, all_reduce };
+// The cost model's kinds: what a collective amounts to is what it is priced as.
+using cost::CollectiveKind;
 
 // What a group of member tasks amounts to. An all-gather's members are transfers (each device of
 // the group receives every other member's whole block); a reduce-scatter's are the partial
