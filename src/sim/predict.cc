@@ -95,9 +95,10 @@ cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program
   for (int d : collective.group)
     group.push_back(device_id(d));
   auto price = cost::collective_cost(c, collective.kind, collective.bytes, group);
-  // A device that copies on its compute stream also combines the partial results there, after
-  // its copies (the runtime's reduce members on CPU cores); a GPU's reductions run inside the
-  // collective's kernels at line rate. The slowest device's reductions lengthen the collective.
+  // A device that copies on its compute stream also combines the partial results there: on CPU
+  // cores the runtime's backend call copies and then reduces the device's share of the buffer,
+  // the region of its reduce members; a GPU's reductions run inside the collective's kernels at
+  // line rate. The slowest device's reductions lengthen the collective.
   if (std::none_of(group.begin(), group.end(), [&](cluster::DeviceId d) {
         return copies_on_compute(c.devices()[d.value()]);
       }))
