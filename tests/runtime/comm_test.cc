@@ -8,6 +8,7 @@
 
 #include "models/layers.h"
 #include "recording_backend.h"
+#include "runtime/jobs.h"
 #include "runtime/synthetic_data.h"
 #include "runtime_test_util.h"
 
@@ -123,6 +124,54 @@ TEST(Comm, ACollectiveIsOneBackendCallPerMemberDevice) {
     }
   }
   EXPECT_EQ(kinds.size(), 3u);
+}
+
+// The jobs behind it: a transfer's receive waits only for its send; a collective's parts, one
+// per member device, wait for the same jobs (every outside dependency of its members) and
+// complete exactly the members on their device; every task is completed by one job.
+TEST(Comm, JobsSplitTransfersAndGroupCollectives) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = training_graph(mlp, *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=4");
+  auto p = make_plan(g, *registry, cluster, "cpu:devices=4", "tofu", 8);
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  auto program = *lower::lower(g, *p, *registry);
+  Jobs jobs = expand(program);
+  std::vector<int> completed(program.tasks.size(), 0);
+  std::map<lower::CollectiveId, std::vector<JobId>> parts;
+  for (JobId j = 0; j < jobs.jobs.size(); ++j) {
+    Job const& job = jobs.jobs[j];
+    for (JobId d : job.deps)
+      EXPECT_LT(d, j);
+    for (lower::TaskId t : job.completes) {
+      ++completed[t];
+      EXPECT_EQ(jobs.job_of[t], j);
+      EXPECT_EQ(program.tasks[t].collective, job.collective);
+    }
+    lower::Task const& task = program.tasks[job.task];
+    if (job.kind == JobKind::send) {
+      EXPECT_EQ(job.device, task.source_device);
+      EXPECT_TRUE(job.completes.empty());
+    }
+    if (job.kind == JobKind::receive) {
+      EXPECT_EQ(job.device, task.device);
+      ASSERT_EQ(job.deps.size(), 1u);
+      EXPECT_EQ(jobs.jobs[job.deps[0]].kind, JobKind::send);
+      EXPECT_EQ(jobs.jobs[job.deps[0]].task, job.task);
+    }
+    if (job.kind == JobKind::collective) parts[job.collective].push_back(j);
+  }
+  for (auto c : completed)
+    EXPECT_EQ(c, 1);
+  ASSERT_EQ(parts.size(), program.collectives.size());
+  for (auto const& [c, ids] : parts) {
+    std::vector<int> devices;
+    for (JobId j : ids) {
+      devices.push_back(jobs.jobs[j].device);
+      EXPECT_EQ(jobs.jobs[j].deps, jobs.jobs[ids[0]].deps);
+    }
+    EXPECT_EQ(devices, program.collectives[c].group);
+  }
 }
 
 TEST(Comm, AStepWithoutABackendIsAnError) {
