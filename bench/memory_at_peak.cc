@@ -71,10 +71,10 @@ int main(int argc, char** argv) {
   ir::Graph g = must(autodiff::build_training_graph(model, *registry));
   auto cluster = must(cluster::load_cluster(cluster_spec));
   std::int64_t batch = first_input_batch(model);
-  search::SearchContext ctx{g, *registry, cluster, cluster_spec, spec, batch, 0};
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{g, *registry, cost, cluster_spec, spec, batch, 0};
   plan::Plan p = must(search::make_plan(algo, ctx));
   lower::Program program = must(lower::lower(g, p, *registry));
-  cost::CostModel cost(cluster);
   sim::Prediction pred = sim::predict(g, program, cost, batch);
   auto const& spans = pred.sim.spans;
 

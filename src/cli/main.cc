@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "import/opaque_op.h"
+#include "search/search.h"
 
 int main(int argc, char** argv) {
   using namespace cleave;
@@ -57,6 +58,18 @@ int main(int argc, char** argv) {
       "a zoo model NAME[:key=value,...] (`cleave models`), a cleave.graph/1 file (.json) or an "
       "ONNX model (.onnx)";
 
+  auto add_search = [](CLI::App* cmd, cli::SearchFlags& flags) {
+    cmd->add_option("--option", flags.options,
+                    "KEY=VALUE: an algorithm's option (repeatable; the algorithms' options below)");
+    cmd->add_option("--budget-seconds", flags.budget_seconds,
+                    "stop a search after this many seconds with the best plan so far")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--budget-iterations", flags.budget_iterations,
+                    "stop a search after this many iterations (each algorithm's, below)")
+        ->check(CLI::PositiveNumber);
+    cmd->footer("algorithms:\n" + search::algorithms_help());
+  };
+
   bool models_json = false;
   auto* models_list = app.add_subcommand("models", "list the model zoo with keys and defaults");
   models_list->add_flag("--json", models_json, "print JSON");
@@ -109,17 +122,18 @@ int main(int argc, char** argv) {
   plan->add_option("--cluster", plan_cmd.cluster,
                    "a preset NAME[:key=value,...] (`cleave clusters`) or a cleave.cluster/1 file")
       ->required();
-  plan->add_option("--algo", plan_cmd.algo, "single, data-parallel (default) or expert");
-  plan->add_option("-o,--output", plan_cmd.output, "write the plan (cleave.plan/1)");
+  plan->add_option("--algo", plan_cmd.algo, "an algorithm (below; default data-parallel)");
+  plan->add_option("-o,--output", plan_cmd.output, "write the plan (cleave.plan/2)");
   plan->add_option("--seed", plan_cmd.seed, "seed of randomised algorithms");
   plan->add_flag("--json", plan_cmd.json, "print cleave.compare/1 JSON");
   plan->add_option("--profile", plan_cmd.profile, profile_help);
   add_training(plan, plan_cmd.training);
+  add_search(plan, plan_cmd.search);
 
   cli::SimulateCommand simulate_cmd;
   auto* simulate = app.add_subcommand(
       "simulate", "predict a saved plan (its model and cluster are rebuilt from it)");
-  simulate->add_option("plan", simulate_cmd.plan, "a cleave.plan/1 file")->required();
+  simulate->add_option("plan", simulate_cmd.plan, "a cleave.plan/2 file")->required();
   simulate->add_option("--trace", simulate_cmd.trace,
                        "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
   simulate->add_flag("--json", simulate_cmd.json, "print cleave.compare/1 JSON");
@@ -137,12 +151,13 @@ int main(int argc, char** argv) {
   compare->add_flag("--json", compare_cmd.json, "print cleave.compare/1 JSON");
   compare->add_option("--profile", compare_cmd.profile, profile_help);
   add_training(compare, compare_cmd.training);
+  add_search(compare, compare_cmd.search);
 
   cli::RunCommand run_cmd;
   auto* run = app.add_subcommand(
       "run", "run training steps of a saved plan on this machine's CPU, one worker per device "
              "(its model and cluster are rebuilt from it)");
-  run->add_option("plan", run_cmd.plan, "a cleave.plan/1 file")->required();
+  run->add_option("plan", run_cmd.plan, "a cleave.plan/2 file")->required();
   run->add_option("--steps", run_cmd.steps, "training steps (default 1)")
       ->check(CLI::PositiveNumber);
   run->add_option("--seed", run_cmd.seed, "seed of the synthetic data (default 0)");
@@ -172,7 +187,7 @@ int main(int argc, char** argv) {
   calibrate->add_option("-o,--output", calibrate_cmd.output,
                         "profile file to write (default cleave-profile.json)");
   calibrate->add_option("--plan", calibrate_cmd.plans,
-                        "plans (cleave.plan/1) whose pieces to measure; repeatable (default: "
+                        "plans (cleave.plan/2) whose pieces to measure; repeatable (default: "
                         "data-parallel plans of small mlp, gpt and resnet models)");
   calibrate->add_option("--steps", calibrate_cmd.steps,
                         "measured steps per plan after a warm-up step (default 3)")

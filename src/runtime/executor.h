@@ -2,12 +2,15 @@
 // thread per device. The program's tasks run as jobs (runtime/jobs.h): a transfer as a send on its
 // source's worker and a receive on its destination's, a collective as one call of the
 // communication backend by each member device's worker. Each worker runs its device's jobs as they
-// become ready, first come first served, ties broken by content (the simulator's FIFO policy, so
-// measured and simulated steps take the same order); compute tasks run a kernel from the registry
-// or, where none handles them, the TDL reference interpreter; reduce tasks are plain loops; swaps
-// move blocks to and from a host pool. Every block is charged to its device's arena and freed
-// after its last reader (lower::output_lifetimes, the simulator's rule). The data movement rules
-// are lower::run_reference's, the oracle this executor must match.
+// become ready (everything they wait for has ended: their dependencies and their ordering edges,
+// which carry the plan's order of each device's pieces, Program::ordering), first come first
+// served, ties broken by content (the simulator's FIFO policy, so measured and simulated steps
+// take the same order), host copies inline like every other task (the simulator puts them on the
+// compute stream of such devices); compute tasks run a kernel from the registry or, where none
+// handles them, the TDL reference interpreter; reduce tasks are plain loops; swaps move blocks to
+// and from a host pool. Every block is charged to its device's arena and freed after its last
+// reader (lower::output_lifetimes, the simulator's rule). The data movement rules are
+// lower::run_reference's, the oracle this executor must match.
 //
 // Errors end the run: the first failing job's error is returned, the backend is aborted, and every
 // worker wakes and exits (none waits on a dependency, a message or a collective that will never

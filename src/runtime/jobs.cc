@@ -54,6 +54,20 @@ Jobs expand(lower::Program const& program) {
       out.job_of[id] = add({JobKind::task, t.device, id, lower::no_collective, {id}, deps});
     }
   }
+  // Ordering edges (the plan's order): what starts the waiting task (a transfer's send, every part
+  // of a collective, so that they still become ready together) waits for the job that ends the
+  // other.
+  for (auto const& e : program.ordering) {
+    JobId after = out.job_of[e.after];
+    lower::Task const& t = tasks[e.task];
+    std::vector<JobId> starts{out.job_of[e.task]};
+    if (t.collective != lower::no_collective)
+      starts = parts[t.collective];
+    else if (out.jobs[starts[0]].kind == JobKind::receive)
+      starts = out.jobs[starts[0]].deps;  // its send
+    for (JobId j : starts)
+      if (j != after) add_dep(out.jobs[j].deps, after);
+  }
   return out;
 }
 

@@ -33,7 +33,7 @@ struct Job {
 };
 
 struct Jobs {
-  std::vector<Job> jobs;      // every dependency before its dependents
+  std::vector<Job> jobs;      // dependencies first, but for ordering edges (Program::ordering)
   std::vector<JobId> job_of;  // per task: the job that completes it
 };
 

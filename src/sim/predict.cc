@@ -77,7 +77,10 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
     for_each_channel(t, c, [&](std::size_t channel) {
       timing.resources.push_back(static_cast<ResourceId>(c.num_devices() + channel));
     });
-    if (t.kind == lower::TaskKind::transfer && copies_on_compute(c.devices()[dev.value()]))
+    // A device that copies on its compute stream runs its transfers and host copies there, one
+    // at a time with its computation (the runtime's worker runs them inline); a GPU's copy
+    // engines run them beside it.
+    if (copies_on_compute(c.devices()[dev.value()]))
       timing.resources.push_back(static_cast<ResourceId>(t.device));
     return timing;
   }
@@ -99,9 +102,8 @@ cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program
   // cores the runtime's backend call copies and then reduces the device's share of the buffer,
   // the region of its reduce members; a GPU's reductions run inside the collective's kernels at
   // line rate. The slowest device's reductions lengthen the collective.
-  if (std::none_of(group.begin(), group.end(), [&](cluster::DeviceId d) {
-        return copies_on_compute(c.devices()[d.value()]);
-      }))
+  if (std::none_of(group.begin(), group.end(),
+                   [&](cluster::DeviceId d) { return copies_on_compute(c.devices()[d.value()]); }))
     return price;
   std::vector<double> reducing(c.num_devices(), 0.0);
   for (auto m : collective.members) {

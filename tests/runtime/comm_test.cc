@@ -118,9 +118,10 @@ TEST(Comm, ACollectiveIsOneBackendCallPerMemberDevice) {
         if (r.call != Call::send && r.call != Call::receive) ++collective_calls;
       EXPECT_EQ(collective_calls, calls) << algo << " on " << devices;
       // No member moves its data alone.
-      for (auto const& r : records)
+      for (auto const& r : records) {
         if (r.call == Call::send || r.call == Call::receive)
           EXPECT_EQ(program.tasks[r.key].collective, lower::no_collective);
+      }
     }
   }
   EXPECT_EQ(kinds.size(), 3u);
