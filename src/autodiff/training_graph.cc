@@ -190,7 +190,8 @@ class TrainingGraphBuilder {
     if (!rule) return;
     ir::TensorId y = map_[out.value()];
     GradContext ctx(
-        b_, op, inputs, [y] { return y; }, total(out), wanted, op_map_[id.value()]);
+        b_, op, [&inputs](std::size_t i) { return inputs[i]; }, [y] { return y; }, total(out),
+        wanted, op_map_[id.value()]);
     differentiate(*rule, ctx, op);
   }
 
@@ -208,9 +209,10 @@ class TrainingGraphBuilder {
     for (std::size_t p : uses_[u].positions)
       wanted[p] = true;
     if (members.size() == 1) {
-      ir::TensorId y = members[0].output;
+      Visited const& m = members[0];
       GradContext ctx(
-          b_, op, members[0].inputs, [y] { return y; }, members[0].grad, wanted, group);
+          b_, op, [&m](std::size_t i) { return m.inputs[i]; }, [&m] { return m.output; }, m.grad,
+          wanted, group);
       differentiate(*rule, ctx, op);
       return;
     }
@@ -233,16 +235,16 @@ class TrainingGraphBuilder {
       it->second = b_.op("concat", rows, {{"axis", std::int64_t{0}}}, name, role, group);
       return it->second;
     };
-    std::vector<ir::TensorId> inputs;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i)
-      inputs.push_back(wanted[i] ? map_[op.inputs[i].value()]
-                                 : stack([i](Visited const& m) { return m.inputs[i]; },
-                                         "in" + std::to_string(i), ir::TensorRole::activation));
+    auto input = [&](std::size_t i) {
+      if (wanted[i]) return map_[op.inputs[i].value()];
+      return stack([i](Visited const& m) { return m.inputs[i]; }, "in" + std::to_string(i),
+                   ir::TensorRole::activation);
+    };
     auto grad = stack([](Visited const& m) { return m.grad; }, "dY", ir::TensorRole::gradient);
     auto output = [&] {
       return stack([](Visited const& m) { return m.output; }, "Y", ir::TensorRole::activation);
     };
-    GradContext ctx(b_, op, inputs, output, grad, wanted, group);
+    GradContext ctx(b_, op, input, output, grad, wanted, group);
     differentiate(*rule, ctx, op);
   }
 
