@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   check->add_option("file", check_cmd.path, "graph JSON file")->required();
   check->add_flag("--json", check_cmd.json, "print JSON");
 
-  auto add_training = [](CLI::App* cmd, cli::TrainingFlags& flags) {
+  auto add_training = [](CLI::App* cmd, api::TrainingFlags& flags) {
     cmd->add_option("--optimizer", flags.optimizer, "sgd (with momentum 0.9, default) or adam");
     cmd->add_option("--lr", flags.learning_rate, "learning rate (sgd 0.01, adam 0.001)");
     cmd->add_option("--loss", flags.loss,

@@ -5,12 +5,12 @@
 
 #include <string>
 
-#include "cli/model_input.h"
+#include "api/model_input.h"
 #include "cluster/cluster.h"
 #include "cost/cost_model.h"
 #include "plan/plan.h"
 
-namespace cleave::cli {
+namespace cleave::api {
 
 struct PlanInput {
   plan::Plan plan;
@@ -19,10 +19,10 @@ struct PlanInput {
 };
 
 // The cost model, with the cleave.profile/1 table at `profile_path` if one is given.
-Expected<cost::CostModel> cost_model(cluster::Cluster const& cluster,
-                                     std::string const& profile_path);
+Expected<cost::CostModel> load_cost_model(cluster::Cluster const& cluster,
+                                          std::string const& profile_path);
 
 Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry const& registry,
                                     TrainingFlags const& flags);
 
-}  // namespace cleave::cli
+}  // namespace cleave::api

@@ -1,10 +1,10 @@
-#include "cli/plan_input.h"
+#include "api/plan_input.h"
 
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "plan/plan_json.h"
 
-namespace cleave::cli {
+namespace cleave::api {
 
 Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry const& registry,
                                     TrainingFlags const& flags) {
@@ -26,11 +26,11 @@ Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry con
   return PlanInput{std::move(p), std::move(*model), std::move(*cluster)};
 }
 
-Expected<cost::CostModel> cost_model(cluster::Cluster const& cluster,
-                                     std::string const& profile_path) {
+Expected<cost::CostModel> load_cost_model(cluster::Cluster const& cluster,
+                                          std::string const& profile_path) {
   if (profile_path.empty()) return cost::CostModel(cluster);
   CLEAVE_TRY(cost::ProfileTable table, cost::load_profile(profile_path));
   return cost::CostModel(cluster, {}, std::move(table));
 }
 
-}  // namespace cleave::cli
+}  // namespace cleave::api
