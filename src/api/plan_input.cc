@@ -13,10 +13,6 @@ Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry con
   if (!model) return std::move(model).error().with_context("rebuilding the plan's model");
   auto cluster = cluster::load_cluster(p.cluster);
   if (!cluster) return std::move(cluster).error().with_context("rebuilding the plan's cluster");
-  if (static_cast<std::size_t>(p.num_devices) != cluster->num_devices())
-    return Error(ErrorCode::invalid_argument, "the plan uses " + std::to_string(p.num_devices) +
-                                                  " devices but cluster " + p.cluster + " has " +
-                                                  std::to_string(cluster->num_devices()));
   if (!p.cluster_fingerprint.empty() && p.cluster_fingerprint != cluster::fingerprint_hex(*cluster))
     return Error(ErrorCode::invalid_argument,
                  "the plan was made for cluster " + p.cluster + " with fingerprint " +

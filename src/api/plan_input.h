@@ -1,6 +1,6 @@
-// What every command that takes a saved plan needs: the plan, and the model and cluster rebuilt
+// What every caller that takes a saved plan needs: the plan, and the model and cluster rebuilt
 // from what the plan records (its model spec or file, its cluster spec or file, checked against
-// the cluster's fingerprint).
+// the cluster's fingerprint; sim::evaluate checks the plan's devices against the cluster).
 #pragma once
 
 #include <string>

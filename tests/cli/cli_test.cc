@@ -477,6 +477,9 @@ TEST(Cli, BadPlansAreClearErrors) {
   std::string huge = edit("huge.json", [](auto& ops) { ops[0]["degrees"][0] = 1000000; });
   std::string missing = edit("missing.json", [](auto& ops) { ops[0]["devices"] = {0}; });
   std::string far = edit("far.json", [](auto& ops) { ops[0]["devices"][0] = 9; });
+  auto fewer = nlohmann::json::parse(slurp(dp));
+  fewer["devices"] = 4;
+  std::string four = write("four.json", fewer.dump());
   // A cluster file edited after planning: same devices, another NVSwitch bandwidth.
   std::string cluster_file = (scratch() / "a100.json").string();
   ASSERT_EQ(cleave("clusters --export dgx-a100 -o " + cluster_file).code, 0);
@@ -498,6 +501,7 @@ TEST(Cli, BadPlansAreClearErrors) {
       {"simulate " + huge, "must be between 1 and its extent"},
       {"simulate " + missing, "pieces but 1 devices"},
       {"simulate " + far, "device 9 is not in 0..7"},
+      {"simulate " + four, "the plan uses 4 devices but the cluster 'dgx-a100' has 8"},
       {"simulate " + on_file, "(its file or preset changed): plan again"},
   };
   for (auto const& c : cases) {
