@@ -39,9 +39,10 @@ std::string rows_to_text(std::string const& model, std::string const& cluster,
     out += fmt::format("{:<15} {:.6f} / {:.6f} / {:.6f}; {:.6f}\n", r.algorithm, b.compute_s,
                        b.exposed_comm_s, b.idle_s, b.comm_s);
   }
+  std::string over;
   for (auto const& r : rows)
-    out += over_capacity_summary(r.algorithm, r.evaluation);
-  return out;
+    over += over_capacity_summary(r.algorithm, r.evaluation);
+  return over.empty() ? out : out + "\n" + over;
 }
 
 std::string rows_to_json(std::string const& model, std::string const& cluster,
