@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
     for (auto const& algo : algos) {
       pairs.push_back({model, algo, training(model, *registry), batch_of(model), {}, {}, {}});
       Pair& p = pairs.back();
-      search::SearchContext ctx{p.graph, *registry, cluster, spec, model, p.batch, 0};
+      cost::CostModel cost(cluster);
+      search::SearchContext ctx{p.graph, *registry, cost, spec, model, p.batch, 0};
       auto plan = must(search::make_plan(algo, ctx));
       auto program = must(lower::lower(p.graph, plan, *registry));
       p.executor = std::make_unique<runtime::Executor>(
@@ -155,7 +156,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> overhead_rows;
   for (auto const& model : workload) {
     ir::Graph g = training(model, *registry);
-    search::SearchContext ctx{g, *registry, one, "cpu:devices=1", model, batch_of(model), 0};
+    cost::CostModel cost(one);
+    search::SearchContext ctx{g, *registry, cost, "cpu:devices=1", model, batch_of(model), 0};
     auto plan = must(search::make_plan("single", ctx));
     auto executor = must(runtime::Executor::create(g, must(lower::lower(g, plan, *registry)),
                                                    *registry, {{"cpu0", Bytes(64LL << 30)}}));

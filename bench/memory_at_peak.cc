@@ -90,9 +90,9 @@ int main(int argc, char** argv) {
   auto model = must(api::load_model(spec, *registry, {}));
   ir::Graph const& g = model.training;
   auto cluster = must(cluster::load_cluster(cluster_spec));
-  search::SearchContext ctx{g, *registry, cluster, cluster_spec, model.label, model.batch, 0};
-  plan::Plan p = must(search::make_plan(algo, ctx));
   cost::CostModel cost(cluster);
+  search::SearchContext ctx{g, *registry, cost, cluster_spec, model.label, model.batch, 0};
+  plan::Plan p = must(search::make_plan(algo, ctx));
   auto e = must(sim::evaluate({g, *registry, p, cost, model.batch, static_cast<std::size_t>(top)}));
   auto const& pred = e.prediction;
   std::size_t worst = 0;

@@ -34,7 +34,8 @@ struct Setup {
       : graph(must(autodiff::build_training_graph(
             must(models::ModelZoo::with_builtins().build(model, *registry)), *registry))),
         cluster(must(cluster::load_cluster(cluster_spec))), batch(batch_size) {
-    search::SearchContext ctx{graph, *registry, cluster, cluster_spec, model, batch, 0};
+    cost::CostModel cost(cluster);
+    search::SearchContext ctx{graph, *registry, cost, cluster_spec, model, batch, 0};
     plan = must(search::make_plan("data-parallel", ctx));
   }
 };

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
     auto model = must(models::ModelZoo::with_builtins().build(explain, *registry));
     ir::Graph g = must(autodiff::build_training_graph(model, *registry));
     auto cluster = must(cluster::load_cluster(cluster_spec));
-    search::SearchContext ctx{g, *registry, cluster, cluster_spec, explain, 1, 0};
+    cost::CostModel cost(cluster);
+    search::SearchContext ctx{g, *registry, cost, cluster_spec, explain, 1, 0};
     plan::Plan p = must(search::make_plan(algo, ctx));
     std::printf("%s on %s: %s (%.2f s)\n", algo.c_str(), cluster_spec.c_str(),
                 p.provenance.config.c_str(), p.provenance.search_time_s);
@@ -89,7 +90,8 @@ int main(int argc, char** argv) {
     std::vector<double> times, cpu_times;
     std::string config;
     for (int r = 0; r < runs; ++r) {
-      search::SearchContext ctx{g, *registry, cluster, c.cluster, c.model, c.batch, 0};
+      cost::CostModel cost(cluster);
+      search::SearchContext ctx{g, *registry, cost, c.cluster, c.model, c.batch, 0};
       // CPU time beside wall time: on a shared machine the wall time measures the neighbours.
       std::clock_t cpu0 = std::clock();
       plan::Plan p = must(search::make_plan("tofu", ctx));

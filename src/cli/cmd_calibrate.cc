@@ -60,7 +60,8 @@ Expected<std::vector<Workload>> default_plans(ops::OpRegistry const& registry,
   std::vector<Workload> out;
   for (auto const& model : default_workload()) {
     CLEAVE_TRY(api::ModelInput in, api::load_model(model, registry, cmd.training));
-    search::SearchContext ctx{in.training, registry, cluster, spec, model, in.batch, 0};
+    cost::CostModel cost(cluster);
+    search::SearchContext ctx{in.training, registry, cost, spec, model, in.batch, 0};
     CLEAVE_TRY(plan::Plan p, search::make_plan("data-parallel", ctx));
     out.push_back({model, std::move(in.training), std::move(p)});
   }

@@ -5,6 +5,7 @@
 
 #include "api/evaluate.h"
 #include "api/plan_input.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
@@ -12,22 +13,49 @@
 #include "plan/plan_json.h"
 #include "report/memory_report.h"
 #include "report/plan_report.h"
+#include "search/common/progress.h"
 #include "search/search.h"
 #include "support/file_io.h"
 
 namespace cleave::cli {
 namespace {
 
+// What a search is given besides the model and the cluster, from the command's flags.
+struct SearchSettings {
+  search::Budget budget;
+  search::OptionSettings options;
+  std::uint64_t seed = 0;
+};
+
+Expected<SearchSettings> search_settings(SearchFlags const& flags, std::uint64_t seed) {
+  SearchSettings out;
+  out.seed = seed;
+  if (flags.budget_seconds) out.budget.time = Seconds(*flags.budget_seconds);
+  out.budget.iterations = flags.budget_iterations;
+  for (auto const& text : flags.options) {
+    CLEAVE_TRY(auto setting, split_assignment(text, "--option"));
+    out.options.push_back(std::move(setting));
+  }
+  return out;
+}
+
 // `ideal_step_s` is computed once per model and cluster (api::ideal_step_time) and shared by the
 // rows.
 Expected<report::PlanRow> plan_row(api::ModelInput const& model, cost::CostModel const& cost,
                                    std::string const& cluster_spec, std::string const& algo,
-                                   std::uint64_t seed, double ideal_step_s,
+                                   SearchSettings const& settings, double ideal_step_s,
                                    ops::OpRegistry const& registry,
                                    plan::Plan* plan_out = nullptr) {
-  auto const& cluster = cost.cluster();
-  search::SearchContext ctx{model.training, registry,    cluster, cluster_spec,
-                            model.label,    model.batch, seed};
+  search::SearchContext ctx{model.training,
+                            registry,
+                            cost,
+                            cluster_spec,
+                            model.label,
+                            model.batch,
+                            settings.seed,
+                            settings.budget,
+                            settings.options,
+                            search::terminal_progress(stderr)};
   CLEAVE_TRY(plan::Plan p, search::make_plan(algo, ctx));
   report::PlanRow row;
   row.algorithm = algo;
@@ -70,8 +98,10 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!cost) return report(cost.error());
   auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
+  auto settings = search_settings(cmd.search, cmd.seed);
+  if (!settings) return report(settings.error());
   plan::Plan p;
-  auto row = plan_row(*model, *cost, cmd.cluster, cmd.algo, cmd.seed, *ideal, registry, &p);
+  auto row = plan_row(*model, *cost, cmd.cluster, cmd.algo, *settings, *ideal, registry, &p);
   if (!row) return report(row.error());
   if (!cmd.output.empty()) {
     auto st = plan::save_plan(p, cmd.output);
@@ -119,9 +149,15 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   if (!cost) return report(cost.error());
   auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
+  auto settings = search_settings(cmd.search, /*seed=*/0);
+  if (!settings) return report(settings.error());
   std::vector<report::PlanRow> rows;
   for (auto const& a : algos) {
-    auto row = plan_row(*model, *cost, cmd.cluster, a, 0, *ideal, registry);
+    SearchSettings own = *settings;
+    auto options = search::settings_for(a, algos, settings->options);
+    if (!options) return report(options.error());
+    own.options = std::move(*options);
+    auto row = plan_row(*model, *cost, cmd.cluster, a, own, *ideal, registry);
     if (!row) return report(row.error().with_context("in algorithm '" + a + "'"));
     rows.push_back(std::move(*row));
   }

@@ -63,6 +63,14 @@ struct ClustersCommand {
 // Without --show or --export: the presets with their keys, defaults and sources.
 int run_clusters(ClustersCommand const& cmd);
 
+// How `plan` and `compare` search: the algorithm options as set (--option KEY=VALUE, repeatable)
+// and the budget (search_context.h).
+struct SearchFlags {
+  std::vector<std::string> options;
+  std::optional<double> budget_seconds;
+  std::optional<std::int64_t> budget_iterations;
+};
+
 struct PlanCommand {
   std::string model;
   std::string cluster;
@@ -70,13 +78,14 @@ struct PlanCommand {
   std::string output;   // empty: do not write the plan
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
   api::TrainingFlags training;
+  SearchFlags search;
   std::uint64_t seed = 0;
   bool json = false;
 };
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd);
 
 struct SimulateCommand {
-  std::string plan;     // a cleave.plan/1 file; its model and cluster are rebuilt from it
+  std::string plan;     // a cleave.plan/2 file; its model and cluster are rebuilt from it
   std::string trace;    // empty: no trace
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
   api::TrainingFlags training;
@@ -90,12 +99,13 @@ struct CompareCommand {
   std::vector<std::string> algos;  // empty: every algorithm
   std::string profile;             // a cleave.profile/1 table; empty: the roofline's defaults
   api::TrainingFlags training;
+  SearchFlags search;  // an option applies to every compared algorithm that declares it
   bool json = false;
 };
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
 
 struct RunCommand {
-  std::string plan;         // a cleave.plan/1 file; its model and cluster are rebuilt from it
+  std::string plan;         // a cleave.plan/2 file; its model and cluster are rebuilt from it
   int steps = 1;            // training steps
   std::uint64_t seed = 0;   // of the synthetic data
   bool check = false;       // compare with the unpartitioned graph on one device

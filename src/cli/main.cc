@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "import/opaque_op.h"
+#include "search/search.h"
 
 namespace {
 
@@ -46,6 +47,18 @@ void add_training(CLI::App* cmd, api::TrainingFlags& flags) {
   cmd->add_flag("--allow-opaque", flags.allow_opaque,
                 ".onnx models: import ops cleave has no mapping for as opaque ops "
                 "(splittable on the batch only) instead of failing");
+}
+
+void add_search(CLI::App* cmd, cli::SearchFlags& flags) {
+  cmd->add_option("--option", flags.options,
+                  "KEY=VALUE: an algorithm's option (repeatable; the algorithms' options below)");
+  cmd->add_option("--budget-seconds", flags.budget_seconds,
+                  "stop a search after this many seconds with the best plan so far")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--budget-iterations", flags.budget_iterations,
+                  "stop a search after this many iterations (each algorithm's, below)")
+      ->check(CLI::PositiveNumber);
+  cmd->footer("algorithms:\n" + search::algorithms_help());
 }
 
 // op, ops, check-graph.
@@ -121,17 +134,18 @@ void add_plan_commands(CLI::App& app, Options& o) {
   plan->add_option("--cluster", o.plan.cluster,
                    "a preset NAME[:key=value,...] (`cleave clusters`) or a cleave.cluster/1 file")
       ->required();
-  plan->add_option("--algo", o.plan.algo, "single, data-parallel (default) or expert");
-  plan->add_option("-o,--output", o.plan.output, "write the plan (cleave.plan/1)");
+  plan->add_option("--algo", o.plan.algo, "an algorithm (below; default data-parallel)");
+  plan->add_option("-o,--output", o.plan.output, "write the plan (cleave.plan/2)");
   plan->add_option("--seed", o.plan.seed, "seed of randomised algorithms");
   plan->add_flag("--json", o.plan.json, "print cleave.compare/1 JSON");
   plan->add_option("--profile", o.plan.profile, profile_help);
   add_training(plan, o.plan.training);
+  add_search(plan, o.plan.search);
 
   auto* simulate = app.add_subcommand(
       "simulate", "evaluate a saved plan (its model and cluster are rebuilt from it): step time, "
                   "breakdown, memory, and the devices it overflows with what is live there");
-  simulate->add_option("plan", o.simulate.plan, "a cleave.plan/1 file")->required();
+  simulate->add_option("plan", o.simulate.plan, "a cleave.plan/2 file")->required();
   simulate->add_option("--trace", o.simulate.trace,
                        "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
   simulate->add_flag("--json", o.simulate.json, "print cleave.compare/1 JSON");
@@ -148,6 +162,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
   compare->add_flag("--json", o.compare.json, "print cleave.compare/1 JSON");
   compare->add_option("--profile", o.compare.profile, profile_help);
   add_training(compare, o.compare.training);
+  add_search(compare, o.compare.search);
 }
 
 // run, calibrate.
@@ -155,7 +170,7 @@ void add_run_commands(CLI::App& app, Options& o) {
   auto* run = app.add_subcommand(
       "run", "run training steps of a saved plan on this machine's CPU, one worker per device "
              "(its model and cluster are rebuilt from it)");
-  run->add_option("plan", o.run.plan, "a cleave.plan/1 file")->required();
+  run->add_option("plan", o.run.plan, "a cleave.plan/2 file")->required();
   run->add_option("--steps", o.run.steps, "training steps (default 1)")->check(CLI::PositiveNumber);
   run->add_option("--seed", o.run.seed, "seed of the synthetic data (default 0)");
   run->add_flag("--check", o.run.check,
@@ -183,7 +198,7 @@ void add_run_commands(CLI::App& app, Options& o) {
   calibrate->add_option("-o,--output", o.calibrate.output,
                         "profile file to write (default cleave-profile.json)");
   calibrate->add_option("--plan", o.calibrate.plans,
-                        "plans (cleave.plan/1) whose pieces to measure; repeatable (default: "
+                        "plans (cleave.plan/2) whose pieces to measure; repeatable (default: "
                         "data-parallel plans of small mlp, gpt and resnet models)");
   calibrate
       ->add_option("--steps", o.calibrate.steps,

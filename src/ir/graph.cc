@@ -128,7 +128,7 @@ Status Graph::Impl::check_tensors() {
     if (!is_valid_shape(t.type.shape)) {
       return Error(ErrorCode::invalid_argument,
                    "tensor " + quoted(t.name) + " has shape [" + shape_to_string(t.type.shape) +
-                       "]; every dimension must be >= 1 and the element count must fit in 64 bits");
+                       "]; every dimension must be >= 1 and its size in bytes must fit in 64 bits");
     }
   }
   return Status::ok();

@@ -65,7 +65,7 @@ Expected<TensorId> GraphBuilder::add_source(std::string name, TensorType type, T
   if (!is_valid_shape(type.shape)) {
     return Error(ErrorCode::invalid_argument,
                  "source tensor " + quoted(name) + " has shape [" + shape_to_string(type.shape) +
-                     "]; every dimension must be >= 1 and the element count must fit in 64 bits");
+                     "]; every dimension must be >= 1 and its size in bytes must fit in 64 bits");
   }
   TensorId id(static_cast<TensorId::value_type>(tensors_.size()));
   tensors_.push_back(Tensor{id, std::move(name), std::move(type), role});

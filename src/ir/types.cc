@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "support/checked.h"
+
 namespace cleave::ir {
 namespace {
 
@@ -23,12 +25,6 @@ constexpr std::array<std::pair<TensorRole, std::string_view>, 5> role_names = {{
     {TensorRole::gradient, "gradient"},
     {TensorRole::optimizer_state, "optimizer_state"},
 }};
-
-// product * dim for positive operands, or nothing if it does not fit in int64.
-std::optional<std::int64_t> checked_multiply(std::int64_t product, std::int64_t dim) {
-  if (dim != 0 && product > std::numeric_limits<std::int64_t>::max() / dim) return std::nullopt;
-  return product * dim;
-}
 
 Error bad_shape(std::string_view text, std::string_view why) {
   std::string message = "bad shape '";
@@ -61,6 +57,9 @@ std::optional<DType> parse_dtype(std::string_view name) {
   }
   return std::nullopt;
 }
+
+// The widest dtype's size: a valid shape's bytes fit in int64 whatever its dtype.
+constexpr std::int64_t max_dtype_bytes = 8;
 
 std::int64_t dtype_bytes(DType dtype) {
   switch (dtype) {
@@ -95,10 +94,10 @@ std::optional<TensorRole> parse_role(std::string_view name) {
 }
 
 bool is_valid_shape(Shape const& shape) {
-  std::int64_t product = 1;
+  std::int64_t product = max_dtype_bytes;
   for (std::int64_t dim : shape) {
     if (dim < 1) return false;
-    auto next = checked_multiply(product, dim);
+    auto next = checked_mul(product, dim);
     if (!next) return false;
     product = *next;
   }
@@ -126,7 +125,7 @@ Expected<Shape> parse_shape(std::string_view text) {
   std::string_view rest = trim_spaces(text);
   Shape shape;
   if (rest.empty() || rest == "scalar") return shape;
-  std::int64_t product = 1;
+  std::int64_t product = max_dtype_bytes;
   while (true) {
     std::size_t cut = rest.find_first_of("x,");
     std::string_view part = trim_spaces(rest.substr(0, cut));
@@ -139,8 +138,8 @@ Expected<Shape> parse_shape(std::string_view text) {
       return bad_shape(text, "expected dimensions like 64x32");
     }
     if (dim < 1) return bad_shape(text, "every dimension must be >= 1, like 64x32");
-    auto next = checked_multiply(product, dim);
-    if (!next) return bad_shape(text, "the element count does not fit in 64 bits");
+    auto next = checked_mul(product, dim);
+    if (!next) return bad_shape(text, "its size in bytes does not fit in 64 bits");
     product = *next;
     shape.push_back(dim);
     if (cut == std::string_view::npos) return shape;

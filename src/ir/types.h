@@ -29,8 +29,9 @@ std::optional<TensorRole> parse_role(std::string_view name);
 // Dimensions, outermost first. A scalar has rank 0.
 using Shape = std::vector<std::int64_t>;
 
-// Every dimension is >= 1 and the element count fits in int64 (what parse_shape accepts and
-// Graph::create requires), so num_elements never overflows on a shape in a graph.
+// Every dimension is >= 1 and the size in bytes of the widest dtype (8 x the element count) fits
+// in int64 (what parse_shape accepts and Graph::create requires), so neither num_elements nor a
+// tensor's bytes overflow on a shape in a graph (issue 23).
 bool is_valid_shape(Shape const& shape);
 // 1 for a scalar.
 std::int64_t num_elements(Shape const& shape);

@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "lower/schedule.h"
 #include "support/assert.h"
 
 namespace cleave::lower {
@@ -64,12 +65,12 @@ struct Read {
   std::vector<std::vector<Ref>> pieces;
 };
 
-// A tensor has two parts, one per pass of its readers. Under the plan's FetchPolicy::per_pass
-// (plan.h; under `shared` every read is in the early part) its late part holds what backward and
-// optimizer ops (op.forward valid) read of a tensor that the forward pass made or that was held
-// before the step (a forward activation, a weight); its early part everything else. Fetches are
-// shared among the readers of one part only: the backward pass fetches again what the forward
-// pass fetched, as each op's input conversion is its own communication in Tofu and ZeRO-3
+// A tensor has two parts, one per pass of its readers. Under FetchPolicy::per_pass (the tensor's
+// policy, plan::fetch_policy; under `shared` every read is in the early part) its late part holds
+// what backward and optimizer ops (op.forward valid) read of a tensor that the forward pass made or
+// that was held before the step (a forward activation, a weight); its early part everything else.
+// Fetches are shared among the readers of one part only: the backward pass fetches again what the
+// forward pass fetched, as each op's input conversion is its own communication in Tofu and ZeRO-3
 // re-gathers weights for the backward pass, instead of keeping the forward copy alive for the
 // whole step (a block lives until its last reader ends, lifetime.h; issue 5). The late part's
 // transfers also wait for the gate: the tasks that wrote the output of the op that produces its
@@ -102,6 +103,8 @@ struct Lowering::State {
   std::vector<std::vector<tdl::PieceInfo>> pieces;  // per op
   std::vector<std::vector<Held>> layout;            // per tensor
   std::vector<bool> from_readers;  // sources delivered where they are read (inputs)
+  // Per tensor: its fetch policy (plan::fetch_policy), set by build().
+  std::vector<plan::FetchPolicy> fetch;
   std::vector<std::optional<ir::TensorId>> places;  // per op: the source its update places
   std::vector<Part> op_parts;
   std::vector<TensorPart> tensor_parts;  // early parts by tensor id, then late parts
@@ -138,7 +141,7 @@ struct Lowering::State {
   // Which part of t op c's read belongs to (see Pass). Inputs are delivered where they are read
   // and have one part.
   Pass pass_of(ir::TensorId t, ir::OpId c) const {
-    if (plan.fetch == plan::FetchPolicy::shared) return early_pass;
+    if (fetch[t.value()] == plan::FetchPolicy::shared) return early_pass;
     if (from_readers[t.value()] || !graph.op(c).forward.valid()) return early_pass;
     ir::OpId producer = graph.producer(t);
     return producer.valid() && graph.op(producer).forward.valid() ? early_pass : late_pass;
@@ -172,6 +175,9 @@ struct Lowering::State {
   }
 
   Status build() {
+    fetch.assign(graph.num_tensors(), plan.fetch);
+    for (auto const& f : plan.tensor_fetch)
+      fetch[f.tensor.value()] = f.policy;
     for (auto const& t : graph.tensors()) {
       if (graph.producer(t.id).valid()) continue;
       if (auto update = update_of(t.id))
@@ -671,6 +677,7 @@ Expected<Lowering> Lowering::create(ir::Graph const& graph, plan::Plan plan,
   CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
   auto state = std::make_unique<State>(graph, std::move(plan), registry);
   CLEAVE_CHECK_OK(state->build());
+  CLEAVE_CHECK_OK(apply_schedule(graph, state->plan, state->program));
   return Lowering(std::move(state));
 }
 
@@ -683,7 +690,9 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   CLEAVE_CHECK_OK(plan::validate_op(config, s.graph.op(id), *bound, s.plan.num_devices));
   CLEAVE_TRY(auto infos, s.analyze(id, config));
   s.plan.ops[id.value()] = std::move(config);
+  bool scheduled = !s.plan.order.empty();
   s.plan.order.clear();
+  s.plan.swaps.clear();
   s.pieces[id.value()] = std::move(infos);
   s.build_op_part(id);
   std::vector<bool> rebuilt(s.offset.size(), false);
@@ -700,7 +709,15 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
     rebuilt[s.part_id(t, late_pass)] = true;
     s.build_tensor_part(t);
   }
-  s.assemble(&rebuilt);
+  if (!scheduled) {
+    s.assemble(&rebuilt);
+    return Status::ok();
+  }
+  // The program had the schedule's edges and swap tasks, which the parts do not know: it is
+  // assembled anew, and no task keeps its old id.
+  s.program.ordering.clear();
+  s.assemble(nullptr);
+  s.previous.assign(s.program.tasks.size(), std::nullopt);
   return Status::ok();
 }
 

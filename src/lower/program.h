@@ -63,11 +63,22 @@ struct InitialBlock {
   int device = 0;
 };
 
+// An ordering-only dependency: `task` starts only after `after` has ended, but does not read its
+// output, so it does not keep that output alive (lifetime.h reads only Task::deps). The plan's
+// per-device orders and swap points become such edges (schedule.h). Unlike a task's deps, `after`
+// may come later in the task list than `task`.
+struct OrderEdge {
+  TaskId task = 0;
+  TaskId after = 0;
+  bool operator==(OrderEdge const&) const = default;
+};
+
 struct Program {
   int num_devices = 1;
   std::vector<InitialBlock> initial;
-  std::vector<Task> tasks;  // in a topological order
+  std::vector<Task> tasks;  // in a topological order of their deps (not of `ordering`)
   std::vector<Collective> collectives;
+  std::vector<OrderEdge> ordering;  // empty where the plan has no order
 };
 
 // A total order on tasks by what they are, not where they sit in the list; the simulator breaks

@@ -6,6 +6,7 @@
 
 #include "autodiff/training_graph.h"
 #include "ops/split_report.h"
+#include "support/checked.h"
 #include "tdl/piece.h"
 
 namespace cleave::report {
@@ -22,6 +23,19 @@ bool is_optimizer_op(ir::Graph const& g, ir::Op const& op) {
          (role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state);
 }
 
+// total += x, or an error naming the quantity where the sum does not fit in int64 (issue 23:
+// every op may fit while the model's total does not).
+Status add_to(std::int64_t& total, std::int64_t x, std::string_view quantity) {
+  auto sum = checked_add(total, x);
+  if (!sum)
+    return Error(ErrorCode::invalid_argument,
+                 fmt::format("the model's {} overflow 64-bit counts: it is too large to price; "
+                             "use smaller dimensions",
+                             quantity));
+  total = *sum;
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<ModelSummary> summarize(std::string model, ir::Graph const& g,
@@ -34,17 +48,18 @@ Expected<ModelSummary> summarize(std::string model, ir::Graph const& g,
   for (auto const& t : g.tensors()) {
     bool source = !g.producer(t.id).valid();
     if (source && t.role == ir::TensorRole::weight) {
-      s.parameters += ir::num_elements(t.type.shape);
-      s.parameter_bytes += bytes_of(t);
+      CLEAVE_CHECK_OK(add_to(s.parameters, ir::num_elements(t.type.shape), "parameters"));
+      CLEAVE_CHECK_OK(add_to(s.parameter_bytes, bytes_of(t), "parameter bytes"));
     }
-    if (source && t.role == ir::TensorRole::optimizer_state) s.optimizer_state_bytes += bytes_of(t);
+    if (source && t.role == ir::TensorRole::optimizer_state)
+      CLEAVE_CHECK_OK(add_to(s.optimizer_state_bytes, bytes_of(t), "optimizer state bytes"));
   }
   for (auto const& op : g.ops()) {
     CLEAVE_TRY(auto bound, registry.bind(g, op.id));
     CLEAVE_TRY(tdl::PieceInfo whole, tdl::analyze_piece(*bound, tdl::full_box(*bound)));
-    s.flops_per_step += whole.flops.value();
+    CLEAVE_CHECK_OK(add_to(s.flops_per_step, whole.flops.value(), "FLOPs per step"));
     if (!op.forward.valid()) {
-      s.forward_flops += whole.flops.value();
+      s.forward_flops += whole.flops.value();  // at most flops_per_step
     } else if (is_optimizer_op(g, op)) {
       ++s.optimizer_ops;
     } else {
@@ -53,9 +68,10 @@ Expected<ModelSummary> summarize(std::string model, ir::Graph const& g,
   }
   // One gradient per weight, of its size and dtype, lives until the optimizer has read it.
   s.gradient_bytes = s.parameter_bytes;
-  s.training_state_bytes = s.parameter_bytes + s.gradient_bytes + s.optimizer_state_bytes;
+  for (auto part : {s.parameter_bytes, s.gradient_bytes, s.optimizer_state_bytes})
+    CLEAVE_CHECK_OK(add_to(s.training_state_bytes, part, "training state bytes"));
   for (auto t : autodiff::saved_for_backward(g))
-    s.activation_bytes += bytes_of(g.tensor(t));
+    CLEAVE_CHECK_OK(add_to(s.activation_bytes, bytes_of(g.tensor(t)), "activation bytes"));
 
   std::vector<TensorSummary> all;
   for (auto const& t : g.tensors())

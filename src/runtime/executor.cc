@@ -32,8 +32,10 @@ struct Executor::State {
   std::vector<std::shared_ptr<tdl::BoundOp const>> bound;  // per op
   std::vector<std::optional<tdl::PieceInfo>> pieces;       // per task: compute tasks only
   std::vector<std::uint32_t> rank;                         // per task: canonical position
-  std::vector<std::vector<lower::TaskId>> dependents;      // per task, one per dependency edge
-  std::vector<std::uint32_t> per_device_count;             // tasks per device
+  // Per task, one per dependency or ordering edge (Program::ordering: the plan's order).
+  std::vector<std::vector<lower::TaskId>> dependents;
+  std::vector<std::uint32_t> waits;             // per task: its dependency and ordering edges
+  std::vector<std::uint32_t> per_device_count;  // tasks per device
 };
 
 namespace {
@@ -115,7 +117,7 @@ class StepRun {
     backend_ = std::make_unique<InProcessBackend>(stores);
     for (TaskId i = 0; i < s.program.tasks.size(); ++i) {
       remaining_[i] = static_cast<int>(s.lifetimes[i].readers.size());
-      waiting_[i] = static_cast<std::uint32_t>(s.program.tasks[i].deps.size());
+      waiting_[i] = s.waits[i];
       if (waiting_[i] == 0) make_ready(i);
     }
     for (auto t : options.capture)
@@ -492,6 +494,7 @@ Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program progr
   state->pieces.resize(tasks.size());
   state->per_device_count.assign(state->devices.size(), 0);
   state->dependents.resize(tasks.size());
+  state->waits.resize(tasks.size());
   std::vector<TaskId> by_content(tasks.size());
   for (TaskId id = 0; id < tasks.size(); ++id)
     by_content[id] = id;
@@ -509,12 +512,17 @@ Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program progr
     ++state->per_device_count[static_cast<std::size_t>(t.device)];
     for (TaskId dep : t.deps)
       state->dependents[dep].push_back(id);
+    state->waits[id] = static_cast<std::uint32_t>(t.deps.size());
     if (t.kind != TaskKind::compute) continue;
     auto& bound = state->bound[t.op.value()];
     if (!bound) {
       CLEAVE_TRY(bound, registry.bind(graph, t.op));
     }
     CLEAVE_TRY(state->pieces[id], tdl::analyze_piece(*bound, t.iteration));
+  }
+  for (auto const& e : state->program.ordering) {
+    state->dependents[e.after].push_back(e.task);
+    ++state->waits[e.task];
   }
   return Executor(std::move(state));
 }

@@ -1,8 +1,11 @@
 // The executor (DESIGN.md "Runtime"): runs one training step of a lowered program with one worker
-// thread per device. Each worker runs its device's tasks as they become ready, first come first
-// served, ties broken by content (the simulator's FIFO policy, so measured and simulated steps
-// take the same order); compute tasks run a kernel from the registry or, where none handles them, the TDL
-// reference interpreter; transfers go through the communication backend; reduce tasks and copies
+// thread per device. Each worker runs its device's tasks as they become ready (everything they
+// wait for has ended: their dependencies and their ordering edges, which carry the plan's order of
+// each device's pieces, Program::ordering), first come first served, ties broken by content (the
+// simulator's FIFO policy, so measured and simulated steps take the same order), host copies
+// inline like every other task (the simulator puts them on the compute stream of such devices);
+// compute tasks run a kernel from the registry or, where none handles them, the TDL reference
+// interpreter; transfers go through the communication backend; reduce tasks and copies
 // are plain loops; swaps move blocks to and from a host pool. Every block is charged to its
 // device's arena and freed after its last reader (lower::output_lifetimes, the simulator's rule).
 // The data movement rules are lower::run_reference's, the oracle this executor must match.

@@ -1,7 +1,7 @@
 #include "search/search.h"
 
+#include <algorithm>
 #include <chrono>
-#include <functional>
 
 #include "cluster/cluster_json.h"
 #include "search/baselines/baselines.h"
@@ -10,40 +10,69 @@
 namespace cleave::search {
 namespace {
 
+using Run = std::function<Expected<plan::Plan>(SearchContext const&, Options const&)>;
+
 struct Algorithm {
   AlgorithmInfo info;
-  std::function<Expected<plan::Plan>(SearchContext const&)> run;
+  Run run;
 };
+
+// The algorithms that declare no options.
+Run plain(Expected<plan::Plan> (*fn)(SearchContext const&)) {
+  return [fn](SearchContext const& ctx, Options const&) { return fn(ctx); };
+}
 
 std::vector<Algorithm> const& table() {
   static std::vector<Algorithm> const all = {
-      {{"single", "every op whole on device 0, memory ignored (Tofu's Ideal reference)"}, single},
+      {{"single", "every op whole on device 0, memory ignored (Tofu's Ideal reference)", "", {}},
+       plain(single)},
       {{"data-parallel",
-        "every op split on its batch dimension over all devices; weight updates sharded (ZeRO)"},
-       data_parallel},
+        "every op split on its batch dimension over all devices; weight updates sharded (ZeRO)",
+        "",
+        {}},
+       plain(data_parallel)},
       {{"expert",
         "by hand: Megatron-LM (sequence parallel) on transformers, one weird trick on CNNs, "
-        "layer-wise round-robin placement on unrolled RNNs"},
-       expert},
+        "layer-wise round-robin placement on unrolled RNNs",
+        "",
+        {}},
+       plain(expert)},
       {{"tofu",
         "Tofu: every op cut over all devices, one dimension per recursive 2-way step, chosen by a "
-        "DP minimising communication bytes"},
+        "DP minimising communication bytes",
+        "one recursive step's DP (past the budget: the plan cut so far, on fewer devices)",
+        tofu::tofu_options()},
        tofu::tofu},
       {{"tofu-ranked",
-        "Tofu's DP once per step sequence (8: 8, 4x2, 2x4, 2x2x2), the plans ranked by simulated "
-        "step time, fitting in memory first"},
+        "Tofu's DP once per step sequence (8: 8, 4x2, 2x4, 2x2x2) and fetch policy, the plans "
+        "ranked by simulated step time, fitting in memory first",
+        "one candidate plan searched, lowered and simulated (past the budget: the best so far)",
+        tofu::dp_options()},
        tofu::tofu_ranked},
-      {{"optcnn", "OptCNN's DP (not recursive, no output reduction): per op a k-way cut of its "
-                  "parallel dimensions minimising communication bytes"},
+      {{"optcnn",
+        "OptCNN's DP (not recursive, no output reduction): per op a k-way cut of its parallel "
+        "dimensions minimising communication bytes",
+        "one node elimination of the DP (past the budget: the rest approximately)",
+        tofu::dp_options()},
        tofu::optcnn},
-      {{"allrow-greedy", "Tofu Fig. 10: every op cut on its output's rows, else the cheapest "
-                         "single cut, greedily"},
-       tofu::allrow_greedy},
+      {{"allrow-greedy",
+        "Tofu Fig. 10: every op cut on its output's rows, else the cheapest single cut, greedily",
+        "",
+        {}},
+       plain(tofu::allrow_greedy)},
       {{"equal-chop",
-        "Tofu Fig. 10: every op chops its parallel dimensions as equally as k allows"},
-       tofu::equal_chop},
+        "Tofu Fig. 10: every op chops its parallel dimensions as equally as k allows",
+        "",
+        {}},
+       plain(tofu::equal_chop)},
   };
   return all;
+}
+
+Algorithm const* find(std::string const& name) {
+  for (auto const& a : table())
+    if (a.info.name == name) return &a;
+  return nullptr;
 }
 
 }  // namespace
@@ -57,15 +86,54 @@ std::vector<AlgorithmInfo> algorithm_infos() {
 
 std::vector<std::string> algorithms() {
   std::vector<std::string> out;
-  for (auto const& a : table())
-    out.push_back(a.info.name);
+  for (auto const& info : algorithm_infos())
+    out.push_back(info.name);
+  return out;
+}
+
+std::string algorithms_help() {
+  std::string out;
+  for (auto const& info : algorithm_infos()) {
+    out += "  " + info.name + ": " + info.summary + "\n";
+    if (!info.iteration.empty()) out += "      iteration: " + info.iteration + "\n";
+    for (auto const& o : info.options)
+      out += "      --option " + o.name + "=<" + type_text(o) +
+             "> (default: " + (o.default_value.empty() ? "none" : o.default_value) +
+             "): " + o.help + "\n";
+  }
+  return out;
+}
+
+Expected<OptionSettings> settings_for(std::string const& algorithm,
+                                      std::vector<std::string> const& algorithms,
+                                      OptionSettings const& settings) {
+  auto declares = [](Algorithm const* a, std::string const& key) {
+    return a && std::any_of(a->info.options.begin(), a->info.options.end(),
+                            [&](OptionSpec const& o) { return o.name == key; });
+  };
+  OptionSettings out;
+  for (auto const& setting : settings) {
+    if (declares(find(algorithm), setting.first)) {
+      out.push_back(setting);
+      continue;
+    }
+    if (std::any_of(algorithms.begin(), algorithms.end(),
+                    [&](auto const& a) { return declares(find(a), setting.first); }))
+      continue;
+    std::string valid;
+    for (auto const& name : algorithms)
+      if (auto const* a = find(name))
+        for (auto const& o : a->info.options)
+          valid += (valid.empty() ? "" : ", ") + name + ": " + o.name + " (" + type_text(o) + ")";
+    return Error(ErrorCode::invalid_argument,
+                 "unknown option '" + setting.first + "': no algorithm compared declares it; " +
+                     (valid.empty() ? "they have no options" : "valid keys: " + valid));
+  }
   return out;
 }
 
 Expected<plan::Plan> make_plan(std::string const& algorithm, SearchContext const& ctx) {
-  Algorithm const* found = nullptr;
-  for (auto const& a : table())
-    if (a.info.name == algorithm) found = &a;
+  Algorithm const* found = find(algorithm);
   if (!found) {
     std::string known;
     for (auto const& a : algorithms())
@@ -73,16 +141,30 @@ Expected<plan::Plan> make_plan(std::string const& algorithm, SearchContext const
     return Error(ErrorCode::not_found,
                  "unknown algorithm '" + algorithm + "'; available: " + known);
   }
+  if ((ctx.budget.time && !(ctx.budget.time->value() > 0)) ||
+      (ctx.budget.iterations && *ctx.budget.iterations < 1))
+    return Error(ErrorCode::invalid_argument,
+                 "a search budget needs a time above 0 s and at least 1 iteration");
+  CLEAVE_TRY(Options options, Options::parse(algorithm, found->info.options, ctx.options));
   auto t0 = std::chrono::steady_clock::now();
-  CLEAVE_TRY(plan::Plan p, found->run(ctx));
-  p.num_devices = static_cast<int>(ctx.cluster.num_devices());
-  p.cluster = ctx.cluster_spec;
-  p.cluster_fingerprint = cluster::fingerprint_hex(ctx.cluster);
-  p.model = ctx.model;
-  p.provenance.algorithm = algorithm;
-  p.provenance.seed = ctx.seed;
-  p.provenance.search_time_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto p = found->run(ctx, options);
+  if (ctx.progress) {
+    Progress done;
+    done.done = true;
+    ctx.progress(done);
+  }
+  if (!p) return p;
+  p->num_devices = static_cast<int>(ctx.cluster().num_devices());
+  p->cluster = ctx.cluster_spec;
+  p->cluster_fingerprint = cluster::fingerprint_hex(ctx.cluster());
+  p->model = ctx.model;
+  auto& prov = p->provenance;
+  prov.algorithm = algorithm;
+  prov.options = options.settings();
+  prov.seed = ctx.seed;
+  if (ctx.budget.time) prov.budget_time_s = ctx.budget.time->value();
+  prov.budget_iterations = ctx.budget.iterations;
+  prov.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }
 

@@ -89,7 +89,10 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
     for_each_channel(t, c, [&](std::size_t channel) {
       timing.resources.push_back(static_cast<ResourceId>(c.num_devices() + channel));
     });
-    if (t.kind == lower::TaskKind::transfer && copies_on_compute(c.devices()[dev.value()]))
+    // A device that copies on its compute stream runs its transfers and host copies there, one
+    // at a time with its computation (the runtime's worker runs them inline); a GPU's copy
+    // engines run them beside it.
+    if (copies_on_compute(c.devices()[dev.value()]))
       timing.resources.push_back(static_cast<ResourceId>(t.device));
     return timing;
   }

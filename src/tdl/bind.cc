@@ -174,6 +174,12 @@ class Binder {
                             ""});
     }
     CLEAVE_CHECK_OK(mark_splittable());
+    // Every piece's FLOPs and bytes are at most the whole space's: if those fit in int64, no
+    // piece's overflow (issue 23).
+    Box whole;
+    for (auto const& d : op_->dims_)
+      whole.push_back({0, d.extent});
+    if (auto all = analyze_piece(*op_, whole); !all) return std::move(all).error();
     return std::shared_ptr<BoundOp const>(std::move(op_));
   }
 

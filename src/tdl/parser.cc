@@ -143,6 +143,28 @@ class Parser {
     }
     return false;
   }
+  // The parser, the binder, the interpreter and the FLOP count all recurse over the expression
+  // tree, so a statement nested tens of thousands deep (parentheses, unary minus, chained
+  // operators) would overflow the stack (issue 23). Every level of the tree is counted in
+  // depth_: a unary operand or a parenthesis by a Nest, an operator chain by its length.
+  static constexpr int max_depth = 200;
+  struct Nest {
+    explicit Nest(int& d) : depth(++d) {}
+    ~Nest() { --depth; }
+    Nest(Nest const&) = delete;
+    Nest& operator=(Nest const&) = delete;
+    int& depth;
+  };
+  bool too_deep(Token const& at) {
+    if (!error_) {
+      error_.emplace(ErrorCode::parse_error,
+                     "TDL statement nests deeper than " + std::to_string(max_depth) +
+                         " levels at column " + std::to_string(at.column) +
+                         " (parentheses, unary minus or chained operators): split it into "
+                         "several ops\n" + point_at(text_, at.column));
+    }
+    return false;
+  }
   bool expect(std::string_view punct, std::string const& what) {
     if (!peek_is(punct)) return fail(peek(), what);
     next();
@@ -254,7 +276,9 @@ class Parser {
     auto at_op = [&] {
       return std::any_of(ops.begin(), ops.end(), [&](std::string_view op) { return peek_is(op); });
     };
+    int const outer = depth_;
     while (at_op()) {
+      if (++depth_ > max_depth) return too_deep(peek());
       Expr e;
       e.kind = Expr::Kind::binary;
       e.name = peek().text;
@@ -267,6 +291,7 @@ class Parser {
       out = std::move(e);
       if (once) break;
     }
+    depth_ = outer;
     return true;
   }
 
@@ -280,6 +305,8 @@ class Parser {
   }
 
   bool parse_unary(Expr& out) {
+    Nest nest(depth_);
+    if (depth_ > max_depth) return too_deep(peek());
     if (peek_is("-")) {
       out.kind = Expr::Kind::neg;
       out.column = peek().column;
@@ -411,7 +438,9 @@ class Parser {
   // ---- index expressions ----
   bool parse_index(IndexExpr& out) {
     if (!parse_iterm(out)) return false;
+    int const outer = depth_;
     while (peek_is("+") || peek_is("-")) {
+      if (++depth_ > max_depth) return too_deep(peek());
       IndexExpr e;
       e.kind = peek().text == "+" ? IndexExpr::Kind::add : IndexExpr::Kind::sub;
       e.column = out.column;
@@ -422,12 +451,15 @@ class Parser {
       e.args.push_back(std::move(rhs));
       out = std::move(e);
     }
+    depth_ = outer;
     return true;
   }
 
   bool parse_iterm(IndexExpr& out) {
     if (!parse_iunary(out)) return false;
+    int const outer = depth_;
     while (peek_is("*") || peek_is("/") || peek_is("%")) {
+      if (++depth_ > max_depth) return too_deep(peek());
       IndexExpr e;
       e.kind = peek_is("*")   ? IndexExpr::Kind::mul
                : peek_is("/") ? IndexExpr::Kind::div
@@ -440,10 +472,13 @@ class Parser {
       e.args.push_back(std::move(rhs));
       out = std::move(e);
     }
+    depth_ = outer;
     return true;
   }
 
   bool parse_iunary(IndexExpr& out) {
+    Nest nest(depth_);
+    if (depth_ > max_depth) return too_deep(peek());
     Token const& t = peek();
     out.column = t.column;
     if (peek_is("-")) {
@@ -483,16 +518,23 @@ class Parser {
   std::string_view text_;
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // levels of the expression tree being parsed (max_depth)
   std::optional<Error> error_;
 };
 
 }  // namespace
 
 std::string point_at(std::string_view text, int column) {
-  std::string out = "  ";
-  out += text;
+  // A long statement (a generated one, say) is shown as a window around the column.
+  constexpr std::size_t context = 60;
+  auto at = static_cast<std::size_t>(std::max(column, 1) - 1);
+  std::size_t from = at > context ? at - context : 0;
+  std::string out = from > 0 ? "  ..." : "  ";
+  std::size_t shift = out.size() - 2;
+  out += text.substr(from, 2 * context);
+  if (from + 2 * context < text.size()) out += "...";
   out += "\n  ";
-  out += std::string(static_cast<std::size_t>(std::max(column, 1) - 1), ' ');
+  out += std::string(at - from + shift, ' ');
   out += '^';
   return out;
 }

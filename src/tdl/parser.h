@@ -33,7 +33,8 @@ Expected<Statement> parse_statement(std::string_view text);
 // The tensors the statement reads, in order of first appearance (gathered index tensors too).
 std::vector<std::string> tensors_read(Statement const& statement);
 
-// The caret display used by parse and bind errors: "  <text>\n  <spaces>^".
+// The caret display used by parse and bind errors: "  <text>\n  <spaces>^"; a long text is
+// shown as a window around the column, with "..." where it is cut.
 std::string point_at(std::string_view text, int column);
 
 }  // namespace cleave::tdl

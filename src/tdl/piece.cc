@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "support/assert.h"
+#include "support/checked.h"
 
 namespace cleave::tdl {
 
@@ -118,19 +119,20 @@ std::vector<Interval> slot_ranges(BoundOp const& op, Box const& iter_box) {
 
 namespace {
 
-// Number of distinct evaluations of a node whose value depends on the slots in `deps`.
-std::int64_t evaluations(std::uint64_t deps, std::span<Interval const> ranges) {
-  std::int64_t n = 1;
-  for (std::size_t s = 0; s < ranges.size(); ++s)
-    if (deps & (std::uint64_t{1} << s)) n *= ranges[s].size();
+// Number of distinct evaluations of a node whose value depends on the slots in `deps`; nothing
+// where it does not fit in int64.
+std::optional<std::int64_t> evaluations(std::uint64_t deps, std::span<Interval const> ranges) {
+  std::optional<std::int64_t> n = 1;
+  for (std::size_t s = 0; s < ranges.size() && n; ++s)
+    if (deps & (std::uint64_t{1} << s)) n = checked_mul(*n, ranges[s].size());
   return n;
 }
 
 // FLOPs: every arithmetic node costs one per distinct evaluation (a value that does not depend
 // on a variable is computed once, not once per value of that variable), and a reduction costs one
-// combine per element it folds.
-std::int64_t count_flops(BoundExpr const& e, std::span<Interval const> ranges) {
-  std::int64_t own = 0;
+// combine per element it folds. Nothing where the count does not fit in int64.
+std::optional<std::int64_t> count_flops(BoundExpr const& e, std::span<Interval const> ranges) {
+  std::optional<std::int64_t> own = 0;
   switch (e.kind) {
   case BoundExpr::Kind::constant:
   case BoundExpr::Kind::var:
@@ -149,9 +151,32 @@ std::int64_t count_flops(BoundExpr const& e, std::span<Interval const> ranges) {
     break;
   }
   }
-  for (auto const& a : e.args)
-    own += count_flops(a, ranges);
+  for (auto const& a : e.args) {
+    auto sub = own ? count_flops(a, ranges) : std::nullopt;
+    own = sub ? checked_add(*own, *sub) : std::nullopt;
+  }
   return own;
+}
+
+// Volume of a box, or nothing where it does not fit in int64.
+std::optional<std::int64_t> checked_volume(Box const& box) {
+  std::optional<std::int64_t> v = 1;
+  for (std::size_t d = 0; d < box.size() && v; ++d)
+    v = checked_mul(*v, box[d].size());
+  return v;
+}
+
+// bytes = elements * dtype size, or nothing where it does not fit.
+std::optional<std::int64_t> checked_bytes(Box const& box, ir::DType dtype) {
+  auto v = checked_volume(box);
+  return v ? checked_mul(*v, ir::dtype_bytes(dtype)) : std::nullopt;
+}
+
+Error too_large(BoundOp const& op, Box const& iter_box, std::string const& quantity) {
+  return Error(ErrorCode::invalid_argument,
+               "the " + quantity + " of '" + op.text() + "' over " + box_to_string(iter_box) +
+                   " overflow 64-bit counts: the op's shapes are too large to price; use "
+                   "smaller dimensions");
 }
 
 }  // namespace
@@ -175,7 +200,7 @@ Expected<PieceInfo> analyze_piece(BoundOp const& op, Box const& iter_box) {
   info.iter_box = iter_box;
   std::vector<Interval> ranges = slot_ranges(op, iter_box);
 
-  std::int64_t read = 0;
+  std::optional<std::int64_t> read = 0;
   for (std::size_t i = 0; i < op.inputs().size(); ++i) {
     ir::Shape const& shape = op.inputs()[i].type.shape;
     std::size_t rank = shape.size();
@@ -208,12 +233,16 @@ Expected<PieceInfo> analyze_piece(BoundOp const& op, Box const& iter_box) {
         region.pad_lo[d] = std::max<std::int64_t>(0, -hull[d].lo);
         region.pad_hi[d] = std::max<std::int64_t>(0, hull[d].hi - shape[d]);
       }
-      read += box_volume(region.box) * ir::dtype_bytes(op.inputs()[i].type.dtype);
+      auto bytes = checked_bytes(region.box, op.inputs()[i].type.dtype);
+      read = read && bytes ? checked_add(*read, *bytes) : std::nullopt;
     }
     info.inputs.push_back(std::move(region));
   }
 
-  std::int64_t parallel_points = 1;
+  if (!read) return too_large(op, iter_box, "bytes read");
+  auto points = checked_volume(iter_box);
+  if (!points) return too_large(op, iter_box, "iteration points");
+  std::int64_t parallel_points = 1;  // at most `points`
   for (int d = 0; d < op.num_parallel(); ++d)
     parallel_points *= iter_box[static_cast<std::size_t>(d)].size();
   for (auto const& index : op.output_indices()) {
@@ -229,14 +258,18 @@ Expected<PieceInfo> analyze_piece(BoundOp const& op, Box const& iter_box) {
     if (iter_box[d].size() != dims[d].extent) info.partial = true;
   if (!info.partial) info.reducer = Reducer::none;
 
-  std::int64_t flops = 0;
+  std::optional<std::int64_t> flops = 0;
   if (!op.opaque()) {
     flops = count_flops(op.body(), ranges);
-    if (op.reducer() != Reducer::none) flops += box_volume(iter_box);  // top-level combines
+    if (flops && op.reducer() != Reducer::none)
+      flops = checked_add(*flops, *points);  // top-level combines
   }
-  info.flops = Flops(flops);
-  info.bytes_read = Bytes(read);
-  info.bytes_written = Bytes(box_volume(info.output) * ir::dtype_bytes(op.output_type().dtype));
+  if (!flops) return too_large(op, iter_box, "FLOPs");
+  auto written = checked_bytes(info.output, op.output_type().dtype);
+  if (!written) return too_large(op, iter_box, "bytes written");
+  info.flops = Flops(*flops);
+  info.bytes_read = Bytes(*read);
+  info.bytes_written = Bytes(*written);
   return info;
 }
 

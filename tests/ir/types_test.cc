@@ -46,7 +46,9 @@ TEST(Shape, ValidityRejectsSmallDimsAndOverflow) {
   EXPECT_FALSE(is_valid_shape({4, 0}));
   EXPECT_FALSE(is_valid_shape({-2}));
   EXPECT_FALSE(is_valid_shape({std::int64_t{1} << 32, std::int64_t{1} << 32}));
-  EXPECT_TRUE(is_valid_shape({std::int64_t{1} << 31, std::int64_t{1} << 31}));
+  // 2^60 elements: 2^63 bytes in int64, the widest dtype, does not fit; 2^59 does.
+  EXPECT_FALSE(is_valid_shape({std::int64_t{1} << 30, std::int64_t{1} << 30}));
+  EXPECT_TRUE(is_valid_shape({std::int64_t{1} << 30, std::int64_t{1} << 29}));
 }
 
 TEST(ParseShape, AcceptsBothSeparatorsAndScalars) {
@@ -56,7 +58,7 @@ TEST(ParseShape, AcceptsBothSeparatorsAndScalars) {
   EXPECT_EQ(*parse_shape(" 8, 4 "), (Shape{8, 4}));
   EXPECT_EQ(*parse_shape(""), Shape{});
   EXPECT_EQ(*parse_shape("scalar"), Shape{});
-  EXPECT_EQ(*parse_shape("9223372036854775807"), (Shape{std::numeric_limits<std::int64_t>::max()}));
+  EXPECT_EQ(*parse_shape("1152921504606846975"), (Shape{(std::int64_t{1} << 60) - 1}));
 }
 
 void expect_bad_shape(std::string const& text, std::string const& why) {
@@ -77,7 +79,8 @@ TEST(ParseShape, RejectsBadTextWithTheTextQuoted) {
   expect_bad_shape("64x0", "every dimension must be >= 1, like 64x32");
   expect_bad_shape("-3x2", "every dimension must be >= 1, like 64x32");
   expect_bad_shape("99999999999999999999", "dimension '99999999999999999999' is too large");
-  expect_bad_shape("4294967296x4294967296", "the element count does not fit in 64 bits");
+  expect_bad_shape("4294967296x4294967296", "its size in bytes does not fit in 64 bits");
+  expect_bad_shape("2000000000x2000000000", "its size in bytes does not fit in 64 bits");
 }
 
 }  // namespace

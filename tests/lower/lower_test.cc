@@ -145,7 +145,8 @@ TEST(Lowering, BaselinePlansComputeWhatTheGraphComputes) {
   ASSERT_TRUE(whole.has_value());
   auto cluster = *cluster::load_cluster("cpu:devices=3");
   for (char const* algo : {"single", "data-parallel", "expert"}) {
-    search::SearchContext ctx{g, *registry, cluster, "cpu:devices=3", "", 2, 0};
+    cost::CostModel cost(cluster);
+    search::SearchContext ctx{g, *registry, cost, "cpu:devices=3", "", 2, 0};
     auto p = search::make_plan(algo, ctx);
     ASSERT_TRUE(p.has_value()) << p.error().to_string();
     auto program = lower(g, *p, *registry);
@@ -170,7 +171,8 @@ TEST(Lowering, DataParallelBatchNormStatisticsAreAllReduced) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = *autodiff::build_training_graph(tiny_cnn(*registry), *registry);
   auto cluster = *cluster::load_cluster("cpu:devices=4");
-  search::SearchContext ctx{g, *registry, cluster, "cpu:devices=4", "", 4, 0};
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{g, *registry, cost, "cpu:devices=4", "", 4, 0};
   auto p = search::make_plan("data-parallel", ctx);
   ASSERT_TRUE(p.has_value()) << p.error().to_string();
   auto program = lower(g, *p, *registry);

@@ -17,7 +17,7 @@ TEST(PlanJson, RoundTripsAndRejectsBadFiles) {
   p.cluster = "cpu:devices=2";
   p.ops[0].degrees[0] = 2;
   p.ops[0].devices = {0, 1};
-  p.provenance = {"test", "{\"x\":1}", 42, 0.5};
+  p.provenance = {"test", "{\"x\":1}", 42, 0.5, {}, std::nullopt, std::nullopt, false};
   ASSERT_TRUE(validate(p, g, *registry).is_ok());
   std::string text = plan_to_json(p);
   auto back = plan_from_json(text);
@@ -45,6 +45,38 @@ TEST(PlanJson, RoundTripsAndRejectsBadFiles) {
   auto missing = plan_from_json("{\"format\":\"cleave.plan/1\",\"graph\":\"x\"}");
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message().find("malformed plan"), std::string::npos);
+}
+
+// The search contract's provenance (options, budget) round-trips; plans written before it load
+// with no options, an unlimited budget and budget_exhausted false.
+TEST(PlanJson, ProvenanceRoundTripsAndOlderOnesLoad) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = *models::ModelZoo::with_builtins().build(
+      "mlp:layers=1,hidden=4,input=3,classes=2,batch=4", *registry);
+  Plan p = single_device_plan(g, *registry);
+  p.provenance = {"tofu", "ways=2", 7, 0.25, {{"fetch", "shared"}, {"ways", "2"}}, 1.5, 3, true};
+  std::string text = plan_to_json(p);
+  auto back = plan_from_json(text);
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  EXPECT_EQ(back->provenance.options, p.provenance.options);
+  EXPECT_EQ(back->provenance.budget_time_s, std::optional<double>(1.5));
+  EXPECT_EQ(back->provenance.budget_iterations, std::optional<std::int64_t>(3));
+  EXPECT_TRUE(back->provenance.budget_exhausted);
+  EXPECT_EQ(plan_to_json(*back), text);
+
+  std::string old = text;
+  for (std::string added : {R"("budget":{"iterations":3,"time_s":1.5},"budget_exhausted":true,)",
+                            R"("options":{"fetch":"shared","ways":"2"},)"}) {
+    ASSERT_NE(old.find(added), std::string::npos) << old;
+    old.erase(old.find(added), added.size());
+  }
+  auto older = plan_from_json(old);
+  ASSERT_TRUE(older.has_value()) << older.error().to_string();
+  EXPECT_TRUE(older->provenance.options.empty());
+  EXPECT_FALSE(older->provenance.budget_time_s.has_value());
+  EXPECT_FALSE(older->provenance.budget_iterations.has_value());
+  EXPECT_FALSE(older->provenance.budget_exhausted);
+  EXPECT_EQ(older->provenance.seed, 7u);
 }
 
 TEST(PlanValidate, OrdersMustListEachPieceOnceOnItsDevice) {

@@ -31,7 +31,8 @@ inline std::vector<DeviceInfo> devices_of(cluster::Cluster const& c) {
 inline Expected<plan::Plan> make_plan(ir::Graph const& g, ops::OpRegistry const& registry,
                                       cluster::Cluster const& cluster, std::string const& spec,
                                       std::string const& algo, std::int64_t batch) {
-  search::SearchContext ctx{g, registry, cluster, spec, "test", batch, 0};
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{g, registry, cost, spec, "test", batch, 0};
   return search::make_plan(algo, ctx);
 }
 

@@ -25,7 +25,8 @@ struct Case {
         cluster(*cluster::load_cluster(cluster_spec)), batch(batch) {}
 
   plan::Plan plan(std::string const& algo) {
-    SearchContext ctx{graph, *registry, cluster, "", "", batch, 0};
+    cost::CostModel cost(cluster);
+    SearchContext ctx{graph, *registry, cost, "", "", batch, 0};
     auto p = make_plan(algo, ctx);
     EXPECT_TRUE(p.has_value()) << p.error().to_string();
     return *p;

@@ -89,6 +89,27 @@ TEST(Solver, MiniBucketsAreAValidApproximationBetweenBounds) {
   EXPECT_GT(inexact, 20);
 }
 
+// A search's budget: once keep_going says false the rest of the elimination is approximate, and
+// every node still gets a strategy whose cost is the evaluated one.
+TEST(Solver, KeepGoingFalseFinishesApproximatelyWithEveryNodeChosen) {
+  Rng rng(4);
+  int inexact = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Request r = random_request(2, rng);
+    int asked = 0;
+    r.keep_going = [&] { return ++asked < 2; };
+    Result cut = solve(r);
+    Result brute = solve_exhaustive(r);
+    ASSERT_EQ(cut.strategy.size(), r.num_strategies.size());
+    EXPECT_EQ(evaluate(r, cut.strategy), cut.cost);
+    EXPECT_GE(cut.cost, brute.cost);
+    EXPECT_LE(cut.lower_bound, brute.cost);
+    EXPECT_LE(asked, 2);  // not asked again once it said false
+    inexact += !cut.exact;
+  }
+  EXPECT_GT(inexact, 20);
+}
+
 TEST(SolverErrors, MalformedRequestsAreNamed) {
   Request r;
   r.num_strategies = {2, 0};

@@ -44,7 +44,8 @@ TEST_P(TofuPlans, LowerAndComputeWhatTheGraphComputes) {
     std::string spec = "cpu:devices=" + std::to_string(devices);
     auto cluster = *cluster::load_cluster(spec);
     for (char const* algo : {"tofu", "tofu-ranked", "optcnn", "allrow-greedy", "equal-chop"}) {
-      SearchContext ctx{g, *registry, cluster, spec, GetParam(), 4, 0};
+      cost::CostModel cost(cluster);
+      SearchContext ctx{g, *registry, cost, spec, GetParam(), 4, 0};
       auto p = make_plan(algo, ctx);
       ASSERT_TRUE(p.has_value()) << algo << ": " << p.error().to_string();
       auto program = lower::lower(g, *p, *registry);
@@ -87,7 +88,8 @@ TEST_P(TofuPlans, SameInputSamePlan) {
   auto registry = ops::OpRegistry::with_builtins();
   ir::Graph g = training(GetParam(), *registry);
   auto cluster = *cluster::load_cluster("cpu:devices=8");
-  SearchContext ctx{g, *registry, cluster, "cpu:devices=8", GetParam(), 4, 0};
+  cost::CostModel cost(cluster);
+  SearchContext ctx{g, *registry, cost, "cpu:devices=8", GetParam(), 4, 0};
   auto a = make_plan("tofu", ctx);
   auto b = make_plan("tofu", ctx);
   ASSERT_TRUE(a.has_value() && b.has_value());
@@ -105,7 +107,7 @@ TEST_P(TofuPlans, RankedBySimulatedTimeIsNeverSlowerThanTofu) {
   ir::Graph g = training(GetParam(), *registry);
   auto cluster = *cluster::load_cluster("cpu:devices=8");
   cost::CostModel cost(cluster);
-  SearchContext ctx{g, *registry, cluster, "cpu:devices=8", GetParam(), 4, 0};
+  SearchContext ctx{g, *registry, cost, "cpu:devices=8", GetParam(), 4, 0};
   auto step_time = [&](plan::Plan const& p) {
     return sim::predict(g, *lower::lower(g, p, *registry), cost, 4).step_time_s;
   };

@@ -20,12 +20,12 @@ TEST(Collectives, DataParallelMlpReduceScattersGradientsAndAllGathersWeights) {
           "mlp:layers=2,hidden=256,input=128,classes=16,batch=64", *registry),
       *registry);
   auto cluster = *cluster::load_cluster("dgx-a100");
-  search::SearchContext ctx{graph, *registry, cluster, "", "", 64, 0};
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{graph, *registry, cost, "", "", 64, 0};
   auto plan = search::make_plan("data-parallel", ctx);
   ASSERT_TRUE(plan.has_value());
   auto program = lower::lower(graph, *plan, *registry);
   ASSERT_TRUE(program.has_value()) << program.error().to_string();
-  cost::CostModel cost(cluster);
   Prediction p = predict(graph, *program, cost, 64);
 
   int gathers = 0, scatters = 0;

@@ -40,10 +40,10 @@ TEST(MemoryRule, PredictedPeaksFollowTheLifetimeRule) {
     ASSERT_TRUE(graph.has_value()) << graph.error().to_string();
     auto cluster = cluster::load_cluster(c.cluster);
     ASSERT_TRUE(cluster.has_value());
-    search::SearchContext ctx{*graph, *registry, *cluster, c.cluster, c.model, c.batch, 0};
+    cost::CostModel cost(*cluster);
+    search::SearchContext ctx{*graph, *registry, cost, c.cluster, c.model, c.batch, 0};
     auto plan = search::make_plan(c.algo, ctx);
     ASSERT_TRUE(plan.has_value()) << plan.error().to_string();
-    cost::CostModel cost(*cluster);
     auto e = evaluate({*graph, *registry, *plan, cost, c.batch});
     ASSERT_TRUE(e.has_value()) << e.error().to_string();
     std::vector<std::int64_t> peaks;

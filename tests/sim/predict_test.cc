@@ -21,7 +21,8 @@ struct Scenario {
         cluster(*cluster::load_cluster(cluster_spec)) {}
 
   Prediction run(std::string const& algo, std::int64_t batch) {
-    search::SearchContext ctx{graph, *registry, cluster, "", "", batch, 0};
+    cost::CostModel cost(cluster);
+    search::SearchContext ctx{graph, *registry, cost, "", "", batch, 0};
     auto p = search::make_plan(algo, ctx);
     EXPECT_TRUE(p.has_value()) << p.error().to_string();
     auto program = lower::lower(graph, *p, *registry);

@@ -110,6 +110,39 @@ TEST(Parser, ErrorsPointAtTheColumnAndSayWhatWasExpected) {
   }
 }
 
+// Issue 23: a statement nested 10,000 deep overflowed the stack; now it is a parse error that
+// says what to do, at every way of nesting, while moderate nesting still parses.
+std::string repeat(std::string const& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i)
+    out += s;
+  return out;
+}
+
+TEST(Parser, DeepNestingIsAnErrorNotACrash) {
+  std::vector<std::string> deep = {
+      "Y[i] = " + repeat("(", 10000) + "X[i]" + repeat(")", 10000),
+      "Y[i] = " + repeat("-", 10000) + "X[i]",
+      "Y[i] = X[i]" + repeat(" + X[i]", 10000),
+      "Y[i] = X[i]" + repeat(" * X[i]", 10000),
+      "Y[i] = max(" + repeat("max(", 10000) + "X[i]" + repeat(", 0)", 10000) + ", 0)",
+      "Y[i] = X[" + repeat("(", 10000) + "i" + repeat(")", 10000) + "]",
+      "Y[i] = X[" + repeat("-", 10000) + "i]",
+      "Y[i] = X[i" + repeat(" + 0", 10000) + "]",
+      "Y[i] = X[i" + repeat(" * 1", 10000) + "]",
+  };
+  for (auto const& text : deep) {
+    auto st = parse_statement(text);
+    ASSERT_FALSE(st.has_value()) << text.substr(0, 40);
+    EXPECT_NE(st.error().message().find("nests deeper than 200 levels"), std::string::npos)
+        << st.error().message().substr(0, 200);
+    EXPECT_NE(st.error().message().find("split it into several ops"), std::string::npos);
+  }
+  EXPECT_TRUE(parse_statement("Y[i] = " + repeat("(", 150) + "X[i]" + repeat(")", 150)));
+  EXPECT_TRUE(parse_statement("Y[i] = X[i]" + repeat(" + X[i]", 150)));
+  EXPECT_TRUE(parse_statement("Y[i] = " + repeat("-", 150) + "X[i]"));
+}
+
 }  // namespace
 }  // namespace cleave::tdl
 

@@ -188,11 +188,11 @@ Expected<plan::Plan> single(SearchContext const& ctx) {
 }
 
 Expected<plan::Plan> data_parallel(SearchContext const& ctx) {
-  return propagate(ctx, static_cast<int>(ctx.cluster.num_devices()), /*tensor_parallel=*/false);
+  return propagate(ctx, static_cast<int>(ctx.cluster().num_devices()), /*tensor_parallel=*/false);
 }
 
 Expected<plan::Plan> tensor_parallel(SearchContext const& ctx) {
-  return propagate(ctx, static_cast<int>(ctx.cluster.num_devices()), /*tensor_parallel=*/true);
+  return propagate(ctx, static_cast<int>(ctx.cluster().num_devices()), /*tensor_parallel=*/true);
 }
 
 }  // namespace cleave::search

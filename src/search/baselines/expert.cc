@@ -31,7 +31,7 @@ bool is_unrolled_rnn(ir::Graph const& g) {
 
 Expected<plan::Plan> layer_placement(SearchContext const& ctx) {
   auto const& g = ctx.graph;
-  int n = static_cast<int>(ctx.cluster.num_devices());
+  int n = static_cast<int>(ctx.cluster().num_devices());
   plan::Plan p = plan::single_device_plan(g, ctx.registry);
   std::map<std::string, int> layers;  // in order of first appearance
   std::vector<int> device(g.num_ops(), 0);

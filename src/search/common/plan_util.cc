@@ -21,4 +21,13 @@ void split_dim(plan::OpConfig& config, std::size_t dim, std::int64_t extent, int
     config.devices[static_cast<std::size_t>(i)] = first_device + static_cast<int>(i);
 }
 
+plan::Plan plan_from_configs(SearchContext const& ctx, std::vector<plan::OpConfig> configs,
+                             plan::FetchPolicy fetch, std::string config) {
+  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
+  p.ops = std::move(configs);
+  p.fetch = fetch;
+  p.provenance.config = std::move(config);
+  return p;
+}
+
 }  // namespace cleave::search

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <tuple>
 
 #include "lower/program.h"
@@ -107,6 +108,140 @@ std::string candidates_key(std::vector<plan::OpConfig> const& configs) {
   return key;
 }
 
+// Tables already computed in one request, by what they price: repeated layers (ResNet's blocks,
+// GPT's layers) have identical tables, each computed once per step.
+using TableCache = std::map<std::string, std::vector<std::int64_t>>;
+
+// Product of the strategy counts of `scope` (a size only compared to limits).
+double table_size(std::vector<int> const& scope, std::vector<int> const& counts) {
+  double size = 1;
+  for (int n : scope)
+    size *= counts[static_cast<std::size_t>(n)];
+  return size;
+}
+
+// Per DP node, its number of strategies: the candidates of each of its ops.
+std::vector<int> strategy_counts(Candidates const& c) {
+  int nodes = 0;
+  for (int n : c.node_of_op)
+    nodes = std::max(nodes, n + 1);
+  std::vector<int> out(static_cast<std::size_t>(nodes), 0);
+  for (std::size_t op = 0; op < c.configs.size(); ++op) {
+    int& n = out[static_cast<std::size_t>(c.node_of_op[op])];
+    CLEAVE_ASSERT(n == 0 || n == static_cast<int>(c.configs[op].size()),
+                  "ops tied to one node need the same number of candidates");
+    n = static_cast<int>(c.configs[op].size());
+  }
+  return out;
+}
+
+// Each node's own cost: reducing its ops' partial outputs.
+void add_reduce_factors(CommModel const& model, Candidates const& c,
+                        std::vector<std::string> const& op_key, TableCache& tables, Request& r) {
+  std::vector<Factor> unary(r.num_strategies.size());
+  for (auto const& op : model.graph().ops()) {
+    int node = c.node_of_op[op.id.value()];
+    auto& f = unary[static_cast<std::size_t>(node)];
+    auto const& cands = c.configs[op.id.value()];
+    if (f.scope.empty()) {
+      f.scope = {node};
+      f.table.assign(cands.size(), 0);
+    }
+    auto [it, added] = tables.try_emplace("reduce|" + op_key[op.id.value()]);
+    if (added)
+      for (auto const& cand : cands)
+        it->second.push_back(model.layout(op.id, cand).reduce_bytes);
+    for (std::size_t s = 0; s < cands.size(); ++s)
+      f.table[s] += it->second[s];
+  }
+  for (auto& f : unary)
+    if (!f.scope.empty()) r.factors.push_back(std::move(f));
+}
+
+// A tensor factor's table over `scope` (mixed radix, the first node most significant; the
+// holder's node first): per entry, the bytes of the union of what its readers fetch, each fetch
+// counted once as the lowering emits it. reader_pos[i] is reader i's position in the scope and
+// views[i][s] reader i under its node's strategy s; layouts[s] the holder under its strategy s.
+std::vector<std::int64_t> union_table(std::vector<OpLayout> const& layouts,
+                                      std::vector<std::vector<ReaderView>> const& views,
+                                      std::vector<std::size_t> const& reader_pos,
+                                      std::vector<int> const& scope, std::vector<int> const& counts,
+                                      std::int64_t elem) {
+  // Each (reader, its strategy, the holder's strategy) fetches a list of regions; an entry is
+  // the union of its readers' lists. Fetches are numbered once, so an entry is a pass over
+  // short integer lists instead of intersections and a sort.
+  std::size_t nh = layouts.size();
+  std::vector<Fetch> all;
+  std::vector<std::size_t> list_start;
+  for (auto const& reader : views)
+    for (auto const& view : reader)
+      for (std::size_t hs = 0; hs < nh; ++hs) {
+        list_start.push_back(all.size());
+        collect_fetches(layouts[hs].blocks, view, all);
+      }
+  list_start.push_back(all.size());
+  std::vector<std::size_t> order(all.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return all[a] < all[b] || (all[a] == all[b] && a < b);
+  });
+  std::vector<int> id_of(all.size());
+  std::vector<std::int64_t> volume_of;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    if (j == 0 || !(all[order[j]] == all[order[j - 1]]))
+      volume_of.push_back(fetch_volume(all[order[j]]));
+    id_of[order[j]] = static_cast<int>(volume_of.size() - 1);
+  }
+  std::vector<std::size_t> first_list(views.size());
+  for (std::size_t i = 0, lists = 0; i < views.size(); ++i) {
+    first_list[i] = lists;
+    lists += views[i].size() * nh;
+  }
+  // The union is built scope position by position: after an odometer step only the lists of
+  // the readers at the changed positions are walked again (issue 5: walking every reader's
+  // list per entry was most of WResNet-152's request time). mark[id]: the position and pass
+  // that counted fetch id; it counts for this entry while that position's pass is current.
+  std::size_t width = scope.size();
+  std::vector<std::vector<std::size_t>> at_position(width);
+  for (std::size_t i = 0; i < views.size(); ++i)
+    at_position[reader_pos[i]].push_back(i);
+  std::vector<std::pair<std::size_t, std::size_t>> mark(volume_of.size(), {0, 0});
+  std::vector<std::size_t> pass(width, 0);
+  std::vector<std::int64_t> sum(width + 1, 0);  // sum[p + 1]: positions 0..p's union
+  std::vector<int> digits(width, 0);
+  std::size_t passes = 0;
+  auto count_from = [&](std::size_t first) {
+    auto hs = static_cast<std::size_t>(digits[0]);
+    for (std::size_t p = first; p < width; ++p) {
+      pass[p] = ++passes;
+      sum[p + 1] = sum[p];
+      for (std::size_t i : at_position[p]) {
+        std::size_t list = first_list[i] + static_cast<std::size_t>(digits[p]) * nh + hs;
+        for (std::size_t j = list_start[list]; j < list_start[list + 1]; ++j) {
+          auto& [at, by] = mark[static_cast<std::size_t>(id_of[j])];
+          if (at <= p && pass[at] == by && by != 0) continue;
+          at = p;
+          by = pass[p];
+          sum[p + 1] += volume_of[static_cast<std::size_t>(id_of[j])];
+        }
+      }
+    }
+  };
+  count_from(0);
+  std::vector<std::int64_t> table(static_cast<std::size_t>(table_size(scope, counts)));
+  for (auto& entry : table) {
+    entry = sum[width] * elem;
+    std::size_t i = width;
+    while (i-- > 0) {
+      if (++digits[i] < counts[static_cast<std::size_t>(scope[i])]) break;
+      digits[i] = 0;
+    }
+    if (i < width) count_from(i);
+  }
+  return table;
+}
+
 }  // namespace
 
 Expected<CommModel> CommModel::create(ir::Graph const& graph, ops::OpRegistry const& registry,
@@ -147,8 +282,8 @@ Expected<CommModel> CommModel::create(ir::Graph const& graph, ops::OpRegistry co
     }
     // The lowering's pass_of: under per_pass, backward and optimizer ops read a forward or source
     // tensor in its late part.
-    bool forward_or_source = fetch == plan::FetchPolicy::per_pass &&
-                             (!p.valid() || !graph.op(p).forward.valid());
+    bool forward_or_source =
+        fetch == plan::FetchPolicy::per_pass && (!p.valid() || !graph.op(p).forward.valid());
     for (ir::OpId c : graph.consumers(t.id)) {
       auto& readers = m.readers_[t.id.value()];
       if (!readers.empty() && readers.back().op == c) continue;
@@ -249,195 +384,106 @@ std::int64_t CommModel::evaluate(std::vector<plan::OpConfig> const& configs) con
   return total;
 }
 
+// What request() builds, shared by its parts.
+struct CommModel::Building {
+  Candidates const& c;
+  std::int64_t max_factor_entries;
+  // Per op, its signature and candidates: ops with equal keys have equal tables.
+  std::vector<std::string> op_key;
+  TableCache tables;
+  Request r;
+  RequestStats& stats;
+  int node(ir::OpId op) const { return c.node_of_op[op.value()]; }
+};
+
 Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
                            RequestStats* stats) const {
-  Request r;
-  int nodes = 0;
-  for (int n : c.node_of_op)
-    nodes = std::max(nodes, n + 1);
-  r.num_strategies.assign(static_cast<std::size_t>(nodes), 0);
-  for (std::size_t op = 0; op < c.configs.size(); ++op) {
-    int& n = r.num_strategies[static_cast<std::size_t>(c.node_of_op[op])];
-    CLEAVE_ASSERT(n == 0 || n == static_cast<int>(c.configs[op].size()),
-                  "ops tied to one node need the same number of candidates");
-    n = static_cast<int>(c.configs[op].size());
-  }
   RequestStats local;
-  RequestStats& st = stats ? *stats : local;
-  auto node = [&](ir::OpId op) { return c.node_of_op[op.value()]; };
-  // Each node's own cost: reducing its ops' partial outputs.
-  // Repeated layers (ResNet's blocks, GPT's layers) have identical tables: each is computed once
-  // per step, keyed by the signatures and candidates of the ops it prices.
-  std::vector<std::string> op_key(graph_->num_ops());
+  Building b{c, max_factor_entries, {}, {}, {}, stats ? *stats : local};
+  b.r.num_strategies = strategy_counts(c);
+  b.op_key.resize(graph_->num_ops());
   for (auto const& op : graph_->ops())
-    op_key[op.id.value()] =
+    b.op_key[op.id.value()] =
         signature_[op.id.value()] + "#" + candidates_key(c.configs[op.id.value()]);
-  std::map<std::string, std::vector<std::int64_t>> tables;
-  std::vector<Factor> unary(static_cast<std::size_t>(nodes));
-  for (auto const& op : graph_->ops()) {
-    auto& f = unary[static_cast<std::size_t>(node(op.id))];
-    auto const& cands = c.configs[op.id.value()];
-    if (f.scope.empty()) {
-      f.scope = {node(op.id)};
-      f.table.assign(cands.size(), 0);
-    }
-    auto [it, added] = tables.try_emplace("reduce|" + op_key[op.id.value()]);
-    if (added)
-      for (auto const& cand : cands)
-        it->second.push_back(layout(op.id, cand).reduce_bytes);
-    for (std::size_t s = 0; s < cands.size(); ++s)
-      f.table[s] += it->second[s];
-  }
-  for (auto& f : unary)
-    if (!f.scope.empty()) r.factors.push_back(std::move(f));
+  add_reduce_factors(*this, c, b.op_key, b.tables, b.r);
+  for (auto const& t : graph_->tensors())
+    add_tensor_factors(t, b);
+  return std::move(b.r);
+}
 
-  for (auto const& t : graph_->tensors()) {
-    auto h = holder(t.id);
-    auto const& readers = readers_[t.id.value()];
-    if (!h || readers.empty()) continue;
-    std::int64_t elem = ir::dtype_bytes(t.type.dtype);
-    auto const& holder_cands = c.configs[h->value()];
-    std::vector<OpLayout> layouts;
-    // Reader sets that get one factor each: all readers, or (too wide) the readers of each node.
-    std::vector<std::vector<Reader const*>> sets(1);
-    std::vector<int> all{node(*h)};
-    for (auto const& rd : readers) {
-      sets[0].push_back(&rd);
-      all.push_back(node(rd.op));
-    }
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
-    double size = 1;
-    for (int n : all)
-      size *= r.num_strategies[static_cast<std::size_t>(n)];
-    if (size > static_cast<double>(max_factor_entries)) {
-      std::map<int, std::vector<Reader const*>> by_node;
-      for (auto const& rd : readers)
-        by_node[node(rd.op)].push_back(&rd);
-      sets.clear();
-      for (auto& [n, list] : by_node)
-        sets.push_back(std::move(list));
-      ++st.split_factors;
-    } else {
-      ++st.tensor_factors;
-    }
-    for (auto const& set : sets) {
-      Factor f;
-      f.scope = {node(*h)};
-      for (auto const* rd : set)
-        if (std::find(f.scope.begin(), f.scope.end(), node(rd->op)) == f.scope.end())
-          f.scope.push_back(node(rd->op));
-      std::size_t entries = 1;
-      for (int n : f.scope)
-        entries *= static_cast<std::size_t>(r.num_strategies[static_cast<std::size_t>(n)]);
-      auto position = [&](int n) {
-        return static_cast<std::size_t>(std::find(f.scope.begin(), f.scope.end(), n) -
-                                        f.scope.begin());
-      };
-      std::string key = "tensor|" + op_key[h->value()];
-      for (auto const* rd : set) {
-        key += "|" + std::to_string(position(node(rd->op))) + ":" + op_key[rd->op.value()] + "@";
-        for (auto p : rd->positions)
-          key += std::to_string(p) + ",";
-        if (rd->late) key += "late";
-      }
-      auto cached = tables.find(key);
-      if (cached != tables.end()) {
-        f.table = cached->second;
-        r.factors.push_back(std::move(f));
-        continue;
-      }
-      if (layouts.empty())
-        for (auto const& cfg : holder_cands)
-          layouts.push_back(layout(*h, cfg));
-      f.table.resize(entries);
-      // Per reader, its position in the scope and its view under each of its node's strategies.
-      std::vector<std::size_t> reader_pos;
-      std::vector<std::vector<ReaderView>> reader_views;
-      for (auto const* rd : set) {
-        reader_pos.push_back(position(node(rd->op)));
-        reader_views.emplace_back();
-        for (auto const& cfg : c.configs[rd->op.value()])
-          reader_views.back().push_back(
-              {&pieces(rd->op, cfg), &cfg.devices, &rd->positions, rd->late});
-      }
-      // Each (reader, its strategy, the holder's strategy) fetches a list of regions; an entry is
-      // the union of its readers' lists. Fetches are numbered once, so an entry is a pass over
-      // short integer lists instead of intersections and a sort.
-      std::size_t nh = holder_cands.size();
-      std::vector<Fetch> all;
-      std::vector<std::size_t> list_start;
-      for (std::size_t i = 0; i < set.size(); ++i)
-        for (auto const& view : reader_views[i])
-          for (std::size_t hs = 0; hs < nh; ++hs) {
-            list_start.push_back(all.size());
-            collect_fetches(layouts[hs].blocks, view, all);
-          }
-      list_start.push_back(all.size());
-      std::vector<std::size_t> order(all.size());
-      for (std::size_t i = 0; i < order.size(); ++i)
-        order[i] = i;
-      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return all[a] < all[b] || (all[a] == all[b] && a < b);
-      });
-      std::vector<int> id_of(all.size());
-      std::vector<std::int64_t> volume_of;
-      for (std::size_t j = 0; j < order.size(); ++j) {
-        if (j == 0 || !(all[order[j]] == all[order[j - 1]]))
-          volume_of.push_back(fetch_volume(all[order[j]]));
-        id_of[order[j]] = static_cast<int>(volume_of.size() - 1);
-      }
-      std::vector<std::size_t> first_list(set.size());
-      for (std::size_t i = 0, lists = 0; i < set.size(); ++i) {
-        first_list[i] = lists;
-        lists += reader_views[i].size() * nh;
-      }
-      // The union is built scope position by position: after an odometer step only the lists of
-      // the readers at the changed positions are walked again (issue 5: walking every reader's
-      // list per entry was most of WResNet-152's request time). mark[id]: the position and pass
-      // that counted fetch id; it counts for this entry while that position's pass is current.
-      std::size_t width = f.scope.size();
-      std::vector<std::vector<std::size_t>> at_position(width);
-      for (std::size_t i = 0; i < set.size(); ++i)
-        at_position[reader_pos[i]].push_back(i);
-      std::vector<std::pair<std::size_t, std::size_t>> mark(volume_of.size(), {0, 0});
-      std::vector<std::size_t> pass(width, 0);
-      std::vector<std::int64_t> sum(width + 1, 0);  // sum[p + 1]: positions 0..p's union
-      std::vector<int> digits(width, 0);
-      std::size_t passes = 0;
-      auto count_from = [&](std::size_t first) {
-        auto hs = static_cast<std::size_t>(digits[0]);
-        for (std::size_t p = first; p < width; ++p) {
-          pass[p] = ++passes;
-          sum[p + 1] = sum[p];
-          for (std::size_t i : at_position[p]) {
-            std::size_t list = first_list[i] + static_cast<std::size_t>(digits[p]) * nh + hs;
-            for (std::size_t j = list_start[list]; j < list_start[list + 1]; ++j) {
-              auto& [at, by] = mark[static_cast<std::size_t>(id_of[j])];
-              if (at <= p && pass[at] == by && by != 0) continue;
-              at = p;
-              by = pass[p];
-              sum[p + 1] += volume_of[static_cast<std::size_t>(id_of[j])];
-            }
-          }
-        }
-      };
-      count_from(0);
-      for (std::size_t index = 0; index < entries; ++index) {
-        f.table[index] = sum[width] * elem;
-        std::size_t i = width;
-        while (i-- > 0) {
-          if (++digits[i] < r.num_strategies[static_cast<std::size_t>(f.scope[i])]) break;
-          digits[i] = 0;
-        }
-        if (i < width) count_from(i);
-      }
-      st.entries += static_cast<std::int64_t>(entries);
-      tables.emplace(std::move(key), f.table);
-      r.factors.push_back(std::move(f));
-    }
+// All of t's readers in one set, or (the factor would pass max_factor_entries) the readers of
+// each node in a set of their own.
+std::vector<std::vector<CommModel::Reader const*>>
+CommModel::reader_sets(ir::TensorId t, ir::OpId holder, Building& b) const {
+  auto const& readers = readers_[t.value()];
+  std::vector<std::vector<Reader const*>> sets(1);
+  std::vector<int> all{b.node(holder)};
+  for (auto const& rd : readers) {
+    sets[0].push_back(&rd);
+    all.push_back(b.node(rd.op));
   }
-  return r;
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  if (table_size(all, b.r.num_strategies) <= static_cast<double>(b.max_factor_entries)) {
+    ++b.stats.tensor_factors;
+    return sets;
+  }
+  std::map<int, std::vector<Reader const*>> by_node;
+  for (auto const& rd : readers)
+    by_node[b.node(rd.op)].push_back(&rd);
+  sets.clear();
+  for (auto& [n, list] : by_node)
+    sets.push_back(std::move(list));
+  ++b.stats.split_factors;
+  return sets;
+}
+
+void CommModel::add_tensor_factors(ir::Tensor const& t, Building& b) const {
+  auto h = holder(t.id);
+  if (!h || readers_[t.id.value()].empty()) return;
+  std::vector<OpLayout> layouts;
+  for (auto const& set : reader_sets(t.id, *h, b)) {
+    Factor f;
+    f.scope = {b.node(*h)};
+    for (auto const* rd : set)
+      if (std::find(f.scope.begin(), f.scope.end(), b.node(rd->op)) == f.scope.end())
+        f.scope.push_back(b.node(rd->op));
+    auto position = [&](int n) {
+      return static_cast<std::size_t>(std::find(f.scope.begin(), f.scope.end(), n) -
+                                      f.scope.begin());
+    };
+    std::string key = "tensor|" + b.op_key[h->value()];
+    for (auto const* rd : set) {
+      key += "|" + std::to_string(position(b.node(rd->op))) + ":" + b.op_key[rd->op.value()] + "@";
+      for (auto p : rd->positions)
+        key += std::to_string(p) + ",";
+      if (rd->late) key += "late";
+    }
+    auto cached = b.tables.find(key);
+    if (cached != b.tables.end()) {
+      f.table = cached->second;
+      b.r.factors.push_back(std::move(f));
+      continue;
+    }
+    if (layouts.empty())
+      for (auto const& cfg : b.c.configs[h->value()])
+        layouts.push_back(layout(*h, cfg));
+    // Per reader, its position in the scope and its view under each of its node's strategies.
+    std::vector<std::size_t> reader_pos;
+    std::vector<std::vector<ReaderView>> reader_views;
+    for (auto const* rd : set) {
+      reader_pos.push_back(position(b.node(rd->op)));
+      reader_views.emplace_back();
+      for (auto const& cfg : b.c.configs[rd->op.value()])
+        reader_views.back().push_back(
+            {&pieces(rd->op, cfg), &cfg.devices, &rd->positions, rd->late});
+    }
+    f.table = union_table(layouts, reader_views, reader_pos, f.scope, b.r.num_strategies,
+                          ir::dtype_bytes(t.type.dtype));
+    b.stats.entries += static_cast<std::int64_t>(f.table.size());
+    b.tables.emplace(std::move(key), f.table);
+    b.r.factors.push_back(std::move(f));
+  }
 }
 
 }  // namespace cleave::search::tofu

@@ -89,6 +89,13 @@ class CommModel {
     std::vector<std::size_t> positions;  // inputs of op that are the tensor
     bool late = false;                   // a backward reader of a forward or source tensor
   };
+  // request()'s state and parts (comm_model.cc).
+  struct Building;
+  std::vector<std::vector<Reader const*>> reader_sets(ir::TensorId t, ir::OpId holder,
+                                                      Building& b) const;
+  // Tensor t's factors: over its holder's and readers' nodes, in the sets of reader_sets().
+  void add_tensor_factors(ir::Tensor const& t, Building& b) const;
+
   ir::Graph const* graph_ = nullptr;
   plan::FetchPolicy fetch_ = plan::FetchPolicy::shared;
   std::vector<std::shared_ptr<tdl::BoundOp const>> bound_;

@@ -2,6 +2,8 @@
 // equal-chop (tofu.h says what each does).
 #include <functional>
 
+#include "search/common/plan_util.h"
+#include "search/common/progress.h"
 #include "search/tofu/tofu.h"
 #include "support/assert.h"
 
@@ -51,42 +53,42 @@ std::vector<plan::OpConfig> parallel_cuts(tdl::BoundOp const& op, std::int64_t k
   return out;
 }
 
-plan::Plan to_plan(SearchContext const& ctx, std::vector<plan::OpConfig> configs,
-                   std::string config) {
-  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
-  p.ops = std::move(configs);
-  p.fetch = tofu_fetch;
-  p.provenance.config = std::move(config);
-  return p;
-}
-
 }  // namespace
 
-Expected<plan::Plan> optcnn(SearchContext const& ctx) {
+Expected<plan::Plan> optcnn(SearchContext const& ctx, Options const& options) {
   CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
-  auto k = static_cast<std::int64_t>(ctx.cluster.num_devices());
+  auto k = static_cast<std::int64_t>(ctx.cluster().num_devices());
   Coarsening coarsening = coarsen(model);
   Candidates c;
   c.node_of_op = coarsening.node_of_op;
   for (auto const& op : ctx.graph.ops())
     c.configs.push_back(parallel_cuts(model.bound(op.id), k));
-  TofuOptions options;
-  Request request = model.request(c, options.max_factor_entries);
-  request.max_table_entries = options.max_table_entries;
+  Request request = model.request(c, options.integer("max_factor_entries"));
+  request.max_table_entries = options.integer("max_table_entries");
+  SearchClock clock(ctx);
+  bool stopped = false;
+  request.keep_going = [&] {
+    clock.tick(std::nullopt);
+    stopped = clock.exhausted();
+    return !stopped;
+  };
   Result r = solve(request);
   std::vector<plan::OpConfig> configs;
   for (auto const& op : ctx.graph.ops())
     configs.push_back(c.configs[op.id.value()][static_cast<std::size_t>(
         r.strategy[static_cast<std::size_t>(c.node_of_op[op.id.value()])])]);
   std::int64_t bytes = model.evaluate(configs);
-  return to_plan(ctx, std::move(configs),
-                 "comm_bytes=" + std::to_string(bytes) + (r.exact ? "" : " approximate"));
+  plan::Plan p =
+      plan_from_configs(ctx, std::move(configs), tofu_fetch,
+                        "comm_bytes=" + std::to_string(bytes) + (r.exact ? "" : " approximate"));
+  p.provenance.budget_exhausted = stopped;
+  return p;
 }
 
 Expected<plan::Plan> allrow_greedy(SearchContext const& ctx) {
   CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
   auto const& g = ctx.graph;
-  auto k = static_cast<std::int64_t>(ctx.cluster.num_devices());
+  auto k = static_cast<std::int64_t>(ctx.cluster().num_devices());
   std::vector<plan::OpConfig> configs(g.num_ops());
   std::vector<bool> decided(g.num_ops(), false);
   for (ir::OpId id : g.topo_order()) {
@@ -121,13 +123,14 @@ Expected<plan::Plan> allrow_greedy(SearchContext const& ctx) {
     decided[id.value()] = true;
   }
   std::int64_t bytes = model.evaluate(configs);
-  return to_plan(ctx, std::move(configs), "comm_bytes=" + std::to_string(bytes));
+  return plan_from_configs(ctx, std::move(configs), tofu_fetch,
+                           "comm_bytes=" + std::to_string(bytes));
 }
 
 Expected<plan::Plan> equal_chop(SearchContext const& ctx) {
   CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
   auto const& g = ctx.graph;
-  auto ways = factor_ways(static_cast<std::int64_t>(ctx.cluster.num_devices()));
+  auto ways = factor_ways(static_cast<std::int64_t>(ctx.cluster().num_devices()));
   std::vector<plan::OpConfig> configs;
   for (auto const& op : g.ops()) {
     auto const& b = model.bound(op.id);
@@ -148,7 +151,8 @@ Expected<plan::Plan> equal_chop(SearchContext const& ctx) {
     configs.push_back(row_major(std::move(degrees)));
   }
   std::int64_t bytes = model.evaluate(configs);
-  return to_plan(ctx, std::move(configs), "comm_bytes=" + std::to_string(bytes));
+  return plan_from_configs(ctx, std::move(configs), tofu_fetch,
+                           "comm_bytes=" + std::to_string(bytes));
 }
 
 }  // namespace cleave::search::tofu

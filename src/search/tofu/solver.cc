@@ -304,6 +304,7 @@ class Eliminator {
     for (std::size_t v = 0; v < n_.size(); ++v)
       queue_.insert({score(static_cast<int>(v)), static_cast<int>(v)});
     limit_ = r.max_table_entries;
+    keep_going_ = r.keep_going;
   }
 
   Result run() {
@@ -344,6 +345,7 @@ class Eliminator {
       steps_.push_back(std::move(step));
       for (int u : neighbours)
         queue_.insert({score(u), u});
+      if (keep_going_ && limit_ > 0 && !keep_going_()) limit_ = 0;
     }
     result.exact = exact_;
     result.lower_bound = constant_;
@@ -467,7 +469,8 @@ class Eliminator {
   std::set<std::pair<double, int>> queue_;
   std::vector<Step> steps_;  // per elimination, in order
   std::int64_t constant_ = 0;
-  std::int64_t limit_ = 0;
+  std::int64_t limit_ = 0;  // 0 once keep_going_ said false: every factor its own mini-bucket
+  std::function<bool()> keep_going_;
   bool exact_ = true;
 };
 

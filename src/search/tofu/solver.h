@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ struct Request {
   std::vector<Factor> factors;
   // The largest table (over a bucket's whole scope) built exactly; larger buckets are split.
   std::int64_t max_table_entries = std::int64_t{1} << 22;
+  // Asked after every elimination (a search's budget and progress, search/common/progress.h);
+  // once it says false, every later bucket is split into single factors: the rest of the
+  // elimination is fast and approximate (Result::exact false) and still chooses every node.
+  // Empty: exact to the end.
+  std::function<bool()> keep_going;
 };
 
 struct Result {
@@ -46,7 +52,8 @@ struct Result {
 std::string check_request(Request const& request);
 // Total cost of one strategy per node.
 std::int64_t evaluate(Request const& request, std::vector<int> const& strategy);
-// Deterministic: the elimination order and every tie break depend only on the request.
+// Deterministic: the elimination order and every tie break depend only on the request (and on
+// when keep_going first says false).
 Result solve(Request const& request);
 // Exhaustive search (for tests); the first minimum in mixed-radix order of the nodes.
 Result solve_exhaustive(Request const& request);

@@ -4,6 +4,8 @@
 #include <tuple>
 
 #include "lower/program.h"
+#include "search/common/plan_util.h"
+#include "search/common/progress.h"
 #include "sim/predict.h"
 #include "support/assert.h"
 
@@ -125,6 +127,12 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
     report.ways = ways[s];
     Request request = model.request(cands, options.max_factor_entries, &report.stats);
     request.max_table_entries = options.max_table_entries;
+    bool cut = false;  // the DP finished approximately because keep_going said false
+    if (options.keep_going)
+      request.keep_going = [&] {
+        cut = !options.keep_going(nullptr);
+        return !cut;
+      };
     Result r = solve(request);
     std::vector<plan::OpConfig> configs(g.num_ops());
     for (auto const& op : g.ops()) {
@@ -139,9 +147,12 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
     report.largest_scope = r.largest_scope;
     report.comm_bytes = model.evaluate(configs);
     out.steps.push_back(report);
-    if (s + 1 == ways.size()) {
+    bool stop = options.keep_going && !options.keep_going(&out.steps.back());
+    if (stop || s + 1 == ways.size()) {
       out.configs = std::move(configs);
       out.comm_bytes = report.comm_bytes;
+      out.stopped = cut || (stop && s + 1 < ways.size());
+      break;
     }
   }
   if (ways.empty())
@@ -163,64 +174,134 @@ std::string fetch_text(plan::FetchPolicy fetch) {
   return fetch == plan::FetchPolicy::per_pass ? "per-pass" : "shared";
 }
 
-plan::Plan plan_of(SearchContext const& ctx, TofuResult r, TofuOptions const& options,
-                   plan::FetchPolicy fetch) {
-  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
-  p.ops = std::move(r.configs);
-  p.fetch = fetch;
-  p.provenance.config = "ways=" + ways_text(r) + " fetch=" + fetch_text(fetch) + " comm_bytes=" + std::to_string(r.comm_bytes) +
-                        " max_table_entries=" + std::to_string(options.max_table_entries) +
-                        " max_factor_entries=" + std::to_string(options.max_factor_entries);
+plan::Plan plan_of(SearchContext const& ctx, TofuResult r, plan::FetchPolicy fetch) {
+  std::string config = "ways=" + ways_text(r) + " fetch=" + fetch_text(fetch) +
+                       " comm_bytes=" + std::to_string(r.comm_bytes);
+  bool stopped = r.stopped;
+  plan::Plan p = plan_from_configs(ctx, std::move(r.configs), fetch, std::move(config));
+  p.provenance.budget_exhausted = stopped;
   return p;
+}
+
+TofuOptions dp_settings(Options const& options) {
+  TofuOptions out;
+  out.max_table_entries = options.integer("max_table_entries");
+  out.max_factor_entries = options.integer("max_factor_entries");
+  return out;
 }
 
 }  // namespace
 
-Expected<plan::Plan> tofu(SearchContext const& ctx) {
-  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, tofu_fetch));
-  TofuOptions options;
-  TofuResult r = tofu_search(model, static_cast<int>(ctx.cluster.num_devices()), options);
-  return plan_of(ctx, std::move(r), options, tofu_fetch);
+std::vector<OptionSpec> dp_options() {
+  TofuOptions defaults;
+  return {{"max_table_entries",
+           OptionType::integer,
+           std::to_string(defaults.max_table_entries),
+           "the largest DP table built exactly; wider buckets are approximated (solver.h)",
+           {}},
+          {"max_factor_entries",
+           OptionType::integer,
+           std::to_string(defaults.max_factor_entries),
+           "the largest per-tensor cost factor; past it, one factor per reader (comm_model.h)",
+           {}}};
+}
+
+std::vector<OptionSpec> tofu_options() {
+  auto out = dp_options();
+  out.insert(out.begin(),
+             {{"ways",
+               OptionType::integer_list,
+               "",
+               "the ways of each recursive step, multiplying to the device count (default: its "
+               "prime factors, largest first)",
+               {}},
+              {"fetch",
+               OptionType::choice,
+               fetch_text(tofu_fetch),
+               "what fetched copies serve: per-pass (the paper's) or shared (plan.h)",
+               {"per-pass", "shared"}}});
+  return out;
+}
+
+Expected<plan::Plan> tofu(SearchContext const& ctx, Options const& options) {
+  auto fetch =
+      options.choice("fetch") == "shared" ? plan::FetchPolicy::shared : plan::FetchPolicy::per_pass;
+  auto devices = static_cast<std::int64_t>(ctx.cluster().num_devices());
+  TofuOptions settings = dp_settings(options);
+  settings.ways = options.integers("ways");
+  std::int64_t product = 1;
+  for (auto w : settings.ways)
+    product = w >= 2 ? product * w : -1;
+  if (!settings.ways.empty() && product != devices)
+    return Error(ErrorCode::invalid_argument,
+                 "option ways: every step's ways must be at least 2 and their product the " +
+                     std::to_string(devices) + " devices of the cluster");
+  CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, fetch));
+  SearchClock clock(ctx);
+  settings.keep_going = [&](StepReport const* step) {
+    if (step)
+      clock.tick(std::nullopt, Bytes(step->comm_bytes));
+    else
+      clock.report();
+    return !clock.exhausted();
+  };
+  TofuResult r = tofu_search(model, static_cast<int>(devices), settings);
+  return plan_of(ctx, std::move(r), fetch);
 }
 
 // Every step sequence under both fetch policies: per-pass plans hold less, shared ones move less.
-Expected<plan::Plan> tofu_ranked(SearchContext const& ctx) {
-  auto devices = static_cast<std::int64_t>(ctx.cluster.num_devices());
-  cost::CostModel cost(ctx.cluster);
+Expected<plan::Plan> tofu_ranked(SearchContext const& ctx, Options const& options) {
+  auto devices = static_cast<std::int64_t>(ctx.cluster().num_devices());
   struct Ranked {
     plan::Plan plan;
     sim::Prediction prediction;
     std::int64_t comm_bytes = 0;
     std::string ways;
   };
+  auto key = [](Ranked const& x) {
+    std::int64_t peak = 0;
+    for (auto b : x.prediction.peak_memory_bytes)
+      peak = std::max(peak, b);
+    return std::make_tuple(!x.prediction.fits, x.prediction.fits ? 0 : peak,
+                           x.prediction.step_time_s, x.comm_bytes);
+  };
   std::optional<Ranked> best;
   std::string tried;
+  SearchClock clock(ctx);
+  TofuOptions settings = dp_settings(options);
+  // Within a candidate only time can run out (its iteration is counted when it is ranked).
+  settings.keep_going = [&](StepReport const*) {
+    clock.report();
+    return !clock.exhausted();
+  };
+  auto sequences = step_sequences(devices);
+  bool stopped = false;  // the budget left a candidate out or cut one short
   for (auto fetch : {plan::FetchPolicy::per_pass, plan::FetchPolicy::shared}) {
+    if (stopped) break;
     CLEAVE_TRY(CommModel model, CommModel::create(ctx.graph, ctx.registry, fetch));
-    for (auto const& sequence : step_sequences(devices)) {
-      TofuOptions options;
-      options.ways = sequence;
-      TofuResult r = tofu_search(model, static_cast<int>(devices), options);
+    for (auto const& sequence : sequences) {
+      if (best && clock.exhausted()) {
+        stopped = true;
+        break;
+      }
+      settings.ways = sequence;
+      TofuResult r = tofu_search(model, static_cast<int>(devices), settings);
       Ranked c{{}, {}, r.comm_bytes, ways_text(r) + "/" + fetch_text(fetch)};
-      c.plan = plan_of(ctx, std::move(r), options, fetch);
+      c.plan = plan_of(ctx, std::move(r), fetch);
+      stopped = stopped || c.plan.provenance.budget_exhausted;
       c.plan.num_devices = static_cast<int>(devices);
       CLEAVE_TRY(auto program, lower::lower(ctx.graph, c.plan, ctx.registry));
-      c.prediction = sim::predict(ctx.graph, program, cost, ctx.batch);
+      c.prediction = sim::predict(ctx.graph, program, ctx.cost, ctx.batch);
       tried += (tried.empty() ? "" : ";") + c.ways + ":" +
                std::to_string(c.prediction.step_time_s) + "s" +
                (c.prediction.fits ? "" : "(does not fit)");
-      auto key = [](Ranked const& x) {
-        std::int64_t peak = 0;
-        for (auto b : x.prediction.peak_memory_bytes)
-          peak = std::max(peak, b);
-        return std::make_tuple(!x.prediction.fits, x.prediction.fits ? 0 : peak,
-                               x.prediction.step_time_s, x.comm_bytes);
-      };
       if (!best || key(c) < key(*best)) best = std::move(c);
+      clock.tick(Seconds(best->prediction.step_time_s));
     }
   }
   CLEAVE_ASSERT(best.has_value(), "at least one step sequence");
   best->plan.provenance.config += " ranked_by=simulated_step_time candidates=" + tried;
+  best->plan.provenance.budget_exhausted = stopped;
   return std::move(best->plan);
 }
 

@@ -22,8 +22,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "search/common/options.h"
 #include "search/common/search_context.h"
 #include "search/tofu/coarsen.h"
 
@@ -46,14 +48,6 @@ Candidates step_candidates(CommModel const& model, Coarsening const& coarsening,
                            History const& history, std::vector<std::int64_t> const& ways,
                            std::vector<std::vector<int>>* cut_dims);
 
-struct TofuOptions {
-  CoarsenOptions coarsen;
-  // The ways of each step, their product the device count; empty: factor_ways(devices).
-  std::vector<std::int64_t> ways;
-  std::int64_t max_table_entries = std::int64_t{1} << 22;   // solver (exact below)
-  std::int64_t max_factor_entries = std::int64_t{1} << 16;  // per-tensor factors (exact below)
-};
-
 struct StepReport {
   std::int64_t ways = 2;
   std::int64_t comm_bytes = 0;  // of the plan cut so far
@@ -64,11 +58,24 @@ struct StepReport {
   RequestStats stats;
 };
 
+struct TofuOptions {
+  CoarsenOptions coarsen;
+  // The ways of each step, their product the device count; empty: factor_ways(devices).
+  std::vector<std::int64_t> ways;
+  std::int64_t max_table_entries = std::int64_t{1} << 22;   // solver (exact below)
+  std::int64_t max_factor_entries = std::int64_t{1} << 16;  // per-tensor factors (exact below)
+  // Asked during each step's DP (Request::keep_going, with null) and after each step (with its
+  // report); false finishes the step approximately and stops with the plan cut so far, on the
+  // device groups of the steps taken (a search's budget). Empty: every step, exactly.
+  std::function<bool(StepReport const*)> keep_going;
+};
+
 struct TofuResult {
   History history;
   std::vector<plan::OpConfig> configs;  // per op, devices 0..k-1
   std::vector<StepReport> steps;
   std::int64_t comm_bytes = 0;  // == the lowered program's transfer bytes
+  bool stopped = false;         // keep_going said false: fewer steps than planned, or approximate
 };
 
 TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& options = {});
@@ -77,20 +84,25 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
 // order (fewest steps first, then larger first steps).
 std::vector<std::vector<std::int64_t>> step_sequences(std::int64_t k);
 
-// The algorithms of the table (search.cc).
-// The fetch policy of Tofu's plans and of the paper's comparison points (plan.h): per pass, as in
+// The algorithms of the table (search.cc), with the options they declare there.
+// The fetch policy of the paper's comparison points and Tofu's default (plan.h): per pass, as in
 // the paper, where every op's input conversion is its own communication.
 constexpr plan::FetchPolicy tofu_fetch = plan::FetchPolicy::per_pass;
 
-Expected<plan::Plan> tofu(SearchContext const& ctx);
+// Options: ways, fetch, max_table_entries, max_factor_entries. An iteration is one step's DP.
+std::vector<OptionSpec> tofu_options();
+Expected<plan::Plan> tofu(SearchContext const& ctx, Options const& options);
 // Tofu's DP ranked by simulated step time (issue 5's option): one DP plan per step sequence of
-// step_sequences(k), each lowered and simulated with the roofline cost model; the plan that fits
-// in memory with the least step time wins (the least peak memory where none fits), ties to fewer
-// bytes. Slower than `tofu` by about the number of sequences.
-Expected<plan::Plan> tofu_ranked(SearchContext const& ctx);
+// step_sequences(k) under each fetch policy, each lowered and simulated with the context's cost
+// model; the plan that fits in memory with the least step time wins (the least peak memory where
+// none fits), ties to fewer bytes. Slower than `tofu` by about twice the number of sequences.
+// Options: max_table_entries, max_factor_entries. An iteration is one candidate plan.
+std::vector<OptionSpec> dp_options();
+Expected<plan::Plan> tofu_ranked(SearchContext const& ctx, Options const& options);
 // OptCNN's DP (ICML'18) without output reduction, not recursive: every op chooses among all ways
-// of cutting its parallel dimensions into k pieces at once.
-Expected<plan::Plan> optcnn(SearchContext const& ctx);
+// of cutting its parallel dimensions into k pieces at once. Options: dp_options(). An iteration
+// is one node elimination of the DP; past the budget the rest is approximate (solver.h).
+Expected<plan::Plan> optcnn(SearchContext const& ctx, Options const& options);
 // Tofu Fig. 10's AllRow-Greedy: every op cuts its output's first (row) dimension k ways where it
 // can; others take, greedily in topological order, the single-dimension cut that fetches least.
 Expected<plan::Plan> allrow_greedy(SearchContext const& ctx);
