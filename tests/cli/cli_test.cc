@@ -680,6 +680,13 @@ TEST(Cli, SwapsFitAModelUnderACapBelowItsPeak) {
   ASSERT_EQ(plain.code, 0) << plain.err;
   std::int64_t peak_without = nlohmann::json::parse(plain.out)["plans"][0]["peak_memory_bytes"][0];
   EXPECT_GT(peak_without, cap);
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["plans"][0]["violations"].size(), 1u);
+  Outcome swapped = cleave("simulate " + plan + " --json");
+  ASSERT_EQ(swapped.code, 0) << swapped.err;
+  auto swapped_plan = nlohmann::json::parse(swapped.out)["plans"][0];
+  EXPECT_TRUE(swapped_plan["violations"].empty());
+  // At its peak the device holds a relu output swapped back in for the backward pass.
+  EXPECT_GT(swapped_plan["devices"][0]["at_peak"]["swapped_in_data"].get<std::int64_t>(), 0);
   Outcome oom = cleave("run " + unswapped);
   EXPECT_EQ(oom.code, 1);
   EXPECT_NE(oom.err.find("out of memory"), std::string::npos) << oom.err;
