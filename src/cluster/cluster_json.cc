@@ -269,7 +269,7 @@ Expected<Cluster> cluster_from_json(std::string_view text) {
   try {
     root = json::parse(text.begin(), text.end());
   } catch (json::parse_error const& e) {
-    return json_read::malformed_json(e.byte, e);
+    return json_read::malformed_json(e, e.byte);
   }
   CLEAVE_TRY(ClusterParts parts, parts_from_json(root));
   return Cluster::create(std::move(parts));

@@ -258,7 +258,7 @@ Expected<ProfileTable> profile_from_json(std::string_view text) {
   try {
     root = json::parse(text.begin(), text.end());
   } catch (json::parse_error const& e) {
-    return json_read::malformed_json(e.byte, e);
+    return json_read::malformed_json(e, e.byte);
   }
   if (!root.is_object() || !root.contains("format"))
     return Error(ErrorCode::parse_error, "not a cleave profile table: no \"format\": \"" +

@@ -329,7 +329,7 @@ class GraphReader {
   }
 
   bool parse_error(std::size_t position, std::string const&, json::exception const& ex) {
-    error_ = json_read::malformed_json(position, ex);
+    error_ = json_read::malformed_json(ex, position);
     return false;
   }
 

@@ -14,8 +14,8 @@ std::string exception_message(json::exception const& e) {
   return what;
 }
 
-Error malformed_json(std::size_t byte, json::exception const& e) {
-  std::size_t offset = byte > 0 ? byte - 1 : 0;  // 0-based, the offending byte
+Error malformed_json(json::exception const& e, std::size_t position) {
+  std::size_t offset = position > 0 ? position - 1 : 0;  // 0-based, the offending byte
   return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
                                            exception_message(e) +
                                            "; the file may be truncated or not be JSON");

@@ -15,14 +15,15 @@ namespace cleave::json_read {
 
 using json = nlohmann::json;
 
+// A parse_error "malformed JSON at byte <offset>: <what nlohmann says>; the file may be truncated
+// or not be JSON", for an exception nlohmann raised (or reported to a SAX reader) at `position`,
+// where it counts the offending byte as read.
+Error malformed_json(json::exception const& e, std::size_t position);
 // A parse_error "<where>: <problem>".
 Error content_error(std::string const& where, std::string const& problem);
 // nlohmann's message without its "[json.exception.parse_error.101] " prefix, which means nothing
 // to a user.
 std::string exception_message(json::exception const& e);
-// The parse_error for text that is not JSON: "malformed JSON at byte N: ...". `byte` is where
-// nlohmann stopped, counting the offending byte (or the end of input) as read.
-Error malformed_json(std::size_t byte, json::exception const& e);
 // "null", "a boolean", "a string", "an array", "an object" or "a number".
 std::string type_name(json const& v);
 // `obj` is an object with every required key and no key outside required + optional.
