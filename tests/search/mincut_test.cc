@@ -1,7 +1,8 @@
 // Balanced min-cut partitioning (issue 17): its plans validate, lower, simulate and compute what
 // the graph computes; METIS balances the parts within its tolerance; the same seed gives the same
-// plan; on devices of two speeds the parts follow the speeds and beat an equal split; an op that no
-// device can hold is an error naming it; mincut-split cuts the heavy ops along their batch.
+// plan; on devices of two speeds the parts follow the speeds and beat an equal split; memory
+// overflows are repaired; an op that no device can hold is an error naming it; mincut-split cuts
+// the heavy ops along their batch.
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <numeric>
@@ -208,6 +209,37 @@ TEST(Mincut, AnOpHeavierThanAnyDeviceIsAnErrorNamingIt) {
     EXPECT_GT(std::stoll(m[2]), 8 << 20);
     EXPECT_NE(text.find("cpu0, 8388608 bytes"), std::string::npos) << text;
   }
+}
+
+// With memory left out of METIS's balance, a cut that fits 7 MiB devices overflows 6 MiB ones:
+// the repair (search/common/memory_repair.h) moves ops off the fullest device until the plan
+// fits; where no device has room for what an over-capacity device holds, the error names it.
+TEST(Mincut, MemoryOverflowsAreRepairedOrNamed) {
+  Case c("gpt:layers=2,hidden=128,heads=4,seq=64,vocab=512,batch=8", 8);
+  OptionSettings no_memory_balance{{"memory_imbalance", "100000"}};
+  auto roomy = *cluster::load_cluster("cpu:devices=4,memory=7MiB");
+  auto tight = *cluster::load_cluster("cpu:devices=4,memory=6MiB");
+  auto as_cut = c.plan("mincut", roomy, 0, no_memory_balance);
+  auto repaired = c.plan("mincut", tight, 0, no_memory_balance);
+  ASSERT_TRUE(as_cut.has_value() && repaired.has_value());
+  EXPECT_EQ(config_value(*as_cut, "memory_moves"), 0);
+  EXPECT_GT(config_value(*repaired, "memory_moves"), 0);
+  auto before = c.predict(*as_cut, tight);
+  EXPECT_FALSE(before.fits) << "METIS's cut alone overflows 6 MiB";
+  auto after = c.predict(*repaired, tight);
+  EXPECT_TRUE(after.fits);
+  for (std::size_t d = 0; d < 4; ++d)
+    EXPECT_LE(after.peak_memory_bytes[d], after.memory_capacity_bytes[d]);
+
+  Case wide("mlp:layers=8,hidden=512,input=512,classes=16,batch=64", 64);
+  auto small = *cluster::load_cluster("cpu:devices=4,memory=4MiB");
+  auto p = wide.plan("mincut", small, 0, no_memory_balance);
+  ASSERT_FALSE(p.has_value());
+  EXPECT_EQ(p.error().code(), ErrorCode::out_of_memory);
+  EXPECT_TRUE(std::regex_search(p.error().message(),
+                                std::regex("device cpu[0-3] needs [0-9]+ bytes at its peak, over "
+                                           "its 4194304, and no other device has room")))
+      << p.error().message();
 }
 
 // GPT's vocabulary projection and loss are each heavier than a sixteenth of the step: mincut
