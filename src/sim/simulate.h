@@ -41,10 +41,7 @@ struct Resource {
   int device = -1;   // the device whose compute stream this is; -1 for links
 };
 
-struct TaskSpan {
-  double start = 0;
-  double end = 0;
-};
+using lower::TaskSpan;
 
 struct SimResult {
   double step_seconds = 0;

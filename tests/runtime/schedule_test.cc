@@ -105,10 +105,12 @@ TEST_P(PlanOrder, SimulatedAndExecutedOrdersAreThePlans) {
   auto exec = Executor::create(g, *program, *registry, testing::devices_of(cluster));
   ASSERT_TRUE(exec.has_value()) << exec.error().to_string();
   TrainingConfig config;
+  InProcessBackend backend;
+  config.exec.backend = &backend;
   config.exec.capture = checked_tensors(g, "loss");
   auto run = run_training(*exec, config);
   ASSERT_TRUE(run.has_value()) << run.error().to_string();
-  EXPECT_EQ(started(*program, run->steps[0].spans, [](auto s) { return s.start_s; }), p->order);
+  EXPECT_EQ(started(*program, run->steps[0].spans, [](auto s) { return s.start; }), p->order);
   auto report = check_against_reference(g, *registry, *run, config, "loss", default_tolerance);
   ASSERT_TRUE(report.has_value()) << report.error().to_string();
   EXPECT_TRUE(report->passed) << report->worst << " " << report->max_relative_error;
