@@ -115,7 +115,8 @@ TEST(Mincut, PartsAreBalancedWithinMetisTolerance) {
     auto const& compute = prediction.device_compute_s;
     double mean = std::accumulate(compute.begin(), compute.end(), 0.0) / compute.size();
     double busiest = *std::max_element(compute.begin(), compute.end());
-    EXPECT_LE(busiest / mean, tolerance + 1e-3) << partitioner;
+    // METIS aims at its tolerance with integer weights: it may miss it by a little.
+    EXPECT_LE(busiest / mean, tolerance + 5e-3) << partitioner;
     EXPECT_NEAR(config_value(*p, "balance"), busiest / mean, 1e-3) << partitioner;
     EXPECT_GT(config_value(*p, "cut_bytes"), 0);
   }
@@ -152,6 +153,41 @@ cluster::Cluster half_speed_cluster() {
   return *loaded;
 }
 
+// The bytes a plan moves between devices of different nodes.
+std::int64_t inter_node_bytes(Case const& c, plan::Plan const& p, cluster::Cluster const& cluster) {
+  auto program = lower::lower(c.graph, p, *c.registry);
+  EXPECT_TRUE(program.has_value()) << program.error().to_string();
+  std::int64_t bytes = 0;
+  for (auto const& t : program->tasks)
+    if (t.kind == lower::TaskKind::transfer &&
+        !cluster.same_node(cluster::DeviceId(static_cast<std::uint32_t>(t.source_device)),
+                           cluster::DeviceId(static_cast<std::uint32_t>(t.device))))
+      bytes += t.bytes.value();
+  return bytes;
+}
+
+// Nodes first: the graph is cut among p100-4x4's nodes before each node's part among its
+// devices, so the same sixteen parts dealt to the nodes round-robin (device d to node d mod 4)
+// move more over InfiniBand.
+TEST(Mincut, NodesAreCutFirst) {
+  Case c("resnet:depth=18,batch=8,image=64", 8);
+  auto cluster = *cluster::load_cluster("p100-4x4");
+  auto p = c.plan("mincut", cluster);
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  plan::Plan dealt = *p;
+  auto deal = [](int d) { return (d % 4) * 4 + d / 4; };
+  for (auto& op : dealt.ops)
+    for (auto& d : op.devices)
+      d = deal(d);
+  dealt.order.assign(16, {});
+  for (int d = 0; d < 16; ++d)
+    dealt.order[static_cast<std::size_t>(deal(d))] = p->order[static_cast<std::size_t>(d)];
+  std::int64_t hierarchical = inter_node_bytes(c, *p, cluster);
+  EXPECT_GT(hierarchical, 0);
+  std::int64_t round_robin = inter_node_bytes(c, dealt, cluster);
+  EXPECT_LT(2 * hierarchical, round_robin);
+}
+
 // Every op of the graph on one device, in order.
 plan::Plan all_on(ir::Graph const& graph, ops::OpRegistry const& registry, int device) {
   auto p = plan::single_device_plan(graph, registry);
@@ -181,7 +217,8 @@ TEST(Mincut, PartsFollowDeviceSpeedsAndBeatAnEqualSplit) {
   auto w = work(*p);
   double fast = std::accumulate(w.begin(), w.begin() + 4, 0.0);
   double slow = std::accumulate(w.begin() + 4, w.end(), 0.0);
-  EXPECT_NEAR(fast / slow / speedup, 1.0, 0.05) << p->provenance.config;
+  // Each part within 3% of its target: fast / slow within 1.03 / 0.97 of the speedup.
+  EXPECT_NEAR(fast / slow / speedup, 1.0, 0.065) << p->provenance.config;
   auto we = work(*equal);
   EXPECT_NEAR(std::accumulate(we.begin(), we.begin() + 4, 0.0) /
                   std::accumulate(we.begin() + 4, we.end(), 0.0),

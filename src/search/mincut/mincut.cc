@@ -136,8 +136,8 @@ std::vector<OptionSpec> mincut_options() {
        {}},
       {"memory_imbalance",
        OptionType::integer,
-       "1000",
-       "per mille a part's memory may exceed its target (the second balance constraint)",
+       "100",
+       "per mille a part's memory may exceed its target, at least (up to its devices' capacity)",
        {}},
   };
 }

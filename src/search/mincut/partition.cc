@@ -65,8 +65,13 @@ Expected<std::vector<int>> cut(OpGraph const& graph, std::vector<std::size_t> co
     tpwgts.push_back(static_cast<real_t>(t.speed / speed_sum));
     tpwgts.push_back(static_cast<real_t>(t.memory / memory_sum));
   }
-  std::vector<real_t> ubvec{static_cast<real_t>(settings.time_tolerance),
-                            static_cast<real_t>(settings.memory_tolerance)};
+  // Memory is balanced only as far as the devices' capacity asks: a part may hold up to its
+  // devices' capacity. Balancing memory the graph does not need spreads weights away from the
+  // ops that read them (a weight's update unit holds three copies of it).
+  double capacity_over_demand = bytes > 0 ? memory_sum / bytes : 1.0;
+  std::vector<real_t> ubvec{
+      static_cast<real_t>(settings.time_tolerance),
+      static_cast<real_t>(std::max(settings.memory_tolerance, capacity_over_demand))};
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_SEED] = static_cast<idx_t>(seed & 0x7fffffff);

@@ -12,9 +12,9 @@
 namespace cleave::search::mincut {
 
 struct PartitionSettings {
-  bool recursive = false;        // METIS_PartGraphRecursive instead of METIS_PartGraphKway
-  double time_tolerance = 1.03;  // METIS's ubvec: the heaviest part over its target
-  double memory_tolerance = 2.0;
+  bool recursive = false;         // METIS_PartGraphRecursive instead of METIS_PartGraphKway
+  double time_tolerance = 1.03;   // METIS's ubvec: the heaviest part over its target
+  double memory_tolerance = 1.1;  // at least: up to capacity over demand
 };
 
 struct Partition {
