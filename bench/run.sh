@@ -87,6 +87,12 @@ eval_out=bench/results/tofu_eval.md
 mv "$eval_out.tmp" "$eval_out"
 cat "$eval_out"
 
+# Balanced min-cut partitioning (issue 17) against the expert plans on dgx2 and p100-4x4.
+mincut_out=bench/results/mincut_eval.md
+/usr/bin/python3 bench/mincut_eval.py --cleave build-release/cleave > "$mincut_out.tmp"
+mv "$mincut_out.tmp" "$mincut_out"
+cat "$mincut_out"
+
 # What fills the fullest device at its peak under Tofu's WResNet plans (issue 5).
 mem_out=bench/results/tofu_memory.md
 {

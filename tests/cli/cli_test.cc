@@ -449,7 +449,7 @@ TEST(Cli, SearchOptionsBudgetsAndHelp) {
   Outcome help = cleave("plan --help");
   ASSERT_EQ(help.code, 0) << help.err;
   for (char const* algo : {"single", "data-parallel", "expert", "tofu", "tofu-ranked", "optcnn",
-                           "allrow-greedy", "equal-chop"})
+                           "allrow-greedy", "equal-chop", "mincut", "mincut-split"})
     EXPECT_NE(help.out.find(std::string("  ") + algo + ": "), std::string::npos) << algo;
   EXPECT_NE(help.out.find("--option ways=<integers a,b,...>"), std::string::npos) << help.out;
   EXPECT_NE(cleave("compare --help").out.find("  tofu-ranked: "), std::string::npos);
