@@ -7,16 +7,12 @@
 #include <map>
 
 #include "models/model_zoo.h"
+#include "models/zoo_test_util.h"
 
 namespace cleave::models {
 namespace {
 
-std::int64_t parameters(ir::Graph const& g) {
-  std::int64_t n = 0;
-  for (auto const& t : g.tensors())
-    if (t.role == ir::TensorRole::weight) n += ir::num_elements(t.type.shape);
-  return n;
-}
+using testing::parameters;
 
 std::int64_t parameter_bytes(ir::Graph const& g) {
   std::int64_t n = 0;
@@ -195,10 +191,7 @@ TEST_F(CnnModels, WResNet152Width10BuildsQuickly) {
 }
 
 TEST_F(CnnModels, BadValuesListWhatIsAccepted) {
-  struct Bad {
-    char const* spec;
-    char const* message;
-  } cases[] = {
+  testing::BadSpec const cases[] = {
       {"vgg:depth=12", "depth (default 16): weight layers (A: 11, B: 13, D: 16, E: 19); one of 11 "
                        "13 16 19"},
       {"resnet:depth=20", "depth=20 is not accepted; accepted keys:"},
@@ -212,12 +205,7 @@ TEST_F(CnnModels, BadValuesListWhatIsAccepted) {
       {"vgg:image=100", "accepted images include 224-255 (7x7), 448-479 (14x14)"},
       {"alexnet:depth=8", "model 'alexnet' has no key 'depth'"},
   };
-  for (auto const& c : cases) {
-    auto g = zoo_.build(c.spec, *registry_);
-    ASSERT_FALSE(g.has_value()) << c.spec;
-    EXPECT_NE(g.error().message().find(c.message), std::string::npos) << c.spec << "\n"
-                                                                      << g.error().message();
-  }
+  testing::expect_errors(zoo_, *registry_, cases);
 }
 
 TEST_F(CnnModels, OtherImageSizes) {

@@ -1,16 +1,12 @@
 #include <gtest/gtest.h>
 
 #include "models/model_zoo.h"
+#include "models/zoo_test_util.h"
 
 namespace cleave::models {
 namespace {
 
-std::int64_t parameters(ir::Graph const& g) {
-  std::int64_t n = 0;
-  for (auto const& t : g.tensors())
-    if (t.role == ir::TensorRole::weight) n += ir::num_elements(t.type.shape);
-  return n;
-}
+using testing::parameters;
 
 class Zoo : public ::testing::Test {
  protected:
@@ -45,10 +41,7 @@ TEST_F(Zoo, CanonicalSpecSpellsOutEveryKey) {
 }
 
 TEST_F(Zoo, BadSpecsListWhatIsAccepted) {
-  struct Bad {
-    char const* spec;
-    char const* message;
-  } cases[] = {
+  testing::BadSpec const cases[] = {
       {"mlpp", "unknown model 'mlpp'; the zoo has"},
       {"mlp:depth=3", "model 'mlp' has no key 'depth'; accepted keys:\n  layers (default 3)"},
       {"mlp:hidden=-4", "hidden=-4 is below the smallest accepted value 1"},
@@ -56,12 +49,7 @@ TEST_F(Zoo, BadSpecsListWhatIsAccepted) {
       {"mlp:dtype=fp64", "dtype=fp64 is not accepted"},
       {"mlp:batch=2,batch=3", "key 'batch' is given twice"},
   };
-  for (auto const& c : cases) {
-    auto g = zoo_.build(c.spec, *registry_);
-    ASSERT_FALSE(g.has_value()) << c.spec;
-    EXPECT_NE(g.error().message().find(c.message), std::string::npos) << c.spec << "\n"
-                                                                      << g.error().message();
-  }
+  testing::expect_errors(zoo_, *registry_, cases);
 }
 
 TEST_F(Zoo, EveryModelBuildsAtItsDefaults) {

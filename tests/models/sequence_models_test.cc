@@ -6,18 +6,14 @@
 #include <gtest/gtest.h>
 
 #include "models/model_zoo.h"
+#include "models/zoo_test_util.h"
 
 namespace cleave::models {
 namespace {
 
-using I = std::int64_t;
+using testing::parameters;
 
-I parameters(ir::Graph const& g) {
-  I n = 0;
-  for (auto const& t : g.tensors())
-    if (t.role == ir::TensorRole::weight) n += ir::num_elements(t.type.shape);
-  return n;
-}
+using I = std::int64_t;
 
 I count_ops(ir::Graph const& g, std::string const& type) {
   I n = 0;

@@ -10,25 +10,30 @@ namespace {
 using testing::f32;
 using testing::must_bind;
 
-TEST(Interpreter, MatmulWhole) {
+// [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]].
+std::shared_ptr<BoundOp const> small_matmul() {
   BindContext ctx;
   ctx.inputs = {{"A", f32({2, 3})}, {"B", f32({3, 2})}};
-  auto op = must_bind("Y[i,j] = sum(k) A[i,k] * B[k,j]", ctx);
+  return must_bind("Y[i,j] = sum(k) A[i,k] * B[k,j]", ctx);
+}
+std::vector<TensorData> small_matmul_inputs() {
+  return {TensorData::whole({2, 3}, {1, 2, 3, 4, 5, 6}),
+          TensorData::whole({3, 2}, {7, 8, 9, 10, 11, 12})};
+}
+
+TEST(Interpreter, MatmulWhole) {
+  auto op = small_matmul();
   ASSERT_TRUE(op);
-  std::vector<TensorData> in = {TensorData::whole({2, 3}, {1, 2, 3, 4, 5, 6}),
-                                TensorData::whole({3, 2}, {7, 8, 9, 10, 11, 12})};
+  std::vector<TensorData> const in = small_matmul_inputs();
   auto y = evaluate(*op, full_box(*op), in);
   ASSERT_TRUE(y.has_value()) << y.error().to_string();
   EXPECT_EQ(y->values, (std::vector<double>{58, 64, 139, 154}));
 }
 
 TEST(Interpreter, PartialSumsCombineToTheWhole) {
-  BindContext ctx;
-  ctx.inputs = {{"A", f32({2, 3})}, {"B", f32({3, 2})}};
-  auto op = must_bind("Y[i,j] = sum(k) A[i,k] * B[k,j]", ctx);
+  auto op = small_matmul();
   ASSERT_TRUE(op);
-  std::vector<TensorData> in = {TensorData::whole({2, 3}, {1, 2, 3, 4, 5, 6}),
-                                TensorData::whole({3, 2}, {7, 8, 9, 10, 11, 12})};
+  std::vector<TensorData> const in = small_matmul_inputs();
   TensorData total = TensorData::zeros({2, 2}, Box{{0, 2}, {0, 2}});
   for (auto const& box : split_evenly(full_box(*op), 2, 2)) {
     auto part = evaluate(*op, box, in);
