@@ -15,6 +15,9 @@ namespace cleave::json_read {
 
 using json = nlohmann::json;
 
+// `text` as JSON, or a parse_error that says where the syntax breaks ("malformed JSON at byte N:
+// ...") or which number does not fit a double; nlohmann's exceptions end here.
+Expected<json> parse(std::string_view text);
 // A parse_error "<where>: <problem>".
 Error content_error(std::string const& where, std::string const& problem);
 // "null", "a boolean", "a string", "an array", "an object" or "a number".
