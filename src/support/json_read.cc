@@ -5,25 +5,30 @@
 namespace cleave::json_read {
 
 Expected<json> parse(std::string_view text) {
-  auto message = [](json::exception const& e) {
-    std::string what = e.what();  // "[json.exception.parse_error.101] ...": the id means nothing
-    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
-    return what;
-  };
   try {
     return json::parse(text.begin(), text.end());
   } catch (json::parse_error const& e) {
-    std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-    return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
-                                             message(e) +
-                                             "; the file may be truncated or not be JSON");
+    return malformed_json(e, e.byte);
   } catch (json::exception const& e) {  // a number beyond a double's range (out_of_range.406)
-    return Error(ErrorCode::parse_error, "malformed JSON: " + message(e));
+    return Error(ErrorCode::parse_error, "malformed JSON: " + exception_message(e));
   }
 }
 
 Error content_error(std::string const& where, std::string const& problem) {
   return Error(ErrorCode::parse_error, where + ": " + problem);
+}
+
+std::string exception_message(json::exception const& e) {
+  std::string what = e.what();
+  if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+  return what;
+}
+
+Error malformed_json(json::exception const& e, std::size_t position) {
+  std::size_t offset = position > 0 ? position - 1 : 0;  // 0-based, the offending byte
+  return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
+                                           exception_message(e) +
+                                           "; the file may be truncated or not be JSON");
 }
 
 std::string type_name(json const& v) {

@@ -15,11 +15,18 @@ namespace cleave::json_read {
 
 using json = nlohmann::json;
 
+// A parse_error "malformed JSON at byte <offset>: <what nlohmann says>; the file may be truncated
+// or not be JSON", for an exception nlohmann raised (or reported to a SAX reader) at `position`,
+// where it counts the offending byte as read.
+Error malformed_json(json::exception const& e, std::size_t position);
 // `text` as JSON, or a parse_error that says where the syntax breaks ("malformed JSON at byte N:
 // ...") or which number does not fit a double; nlohmann's exceptions end here.
 Expected<json> parse(std::string_view text);
 // A parse_error "<where>: <problem>".
 Error content_error(std::string const& where, std::string const& problem);
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix, which means nothing
+// to a user.
+std::string exception_message(json::exception const& e);
 // "null", "a boolean", "a string", "an array", "an object" or "a number".
 std::string type_name(json const& v);
 // `obj` is an object with every required key and no key outside required + optional.

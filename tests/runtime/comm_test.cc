@@ -18,7 +18,7 @@ namespace {
 using namespace testing;
 using Call = RecordingBackend::Call;
 
-constexpr char const* mlp = "mlp:layers=2,hidden=6,input=5,classes=3,batch=8";
+constexpr char const* mlp = small_mlp;
 
 // A convolution with batch norm, whose statistics a data-parallel plan all-reduces.
 ir::Graph small_cnn(ops::OpRegistry const& registry) {
@@ -178,11 +178,8 @@ TEST(Comm, JobsSplitTransfersAndGroupCollectives) {
 TEST(Comm, AStepWithoutABackendIsAnError) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = training_graph(mlp, *registry);
-  auto cluster = *cluster::load_cluster("cpu:devices=2");
-  auto p = make_plan(g, *registry, cluster, "cpu:devices=2", "data-parallel", 8);
-  ASSERT_TRUE(p.has_value());
-  auto exec = executor_for(g, *p, *registry, cluster);
-  ASSERT_TRUE(exec.has_value());
+  auto exec = data_parallel_executor(g, *registry);
+  ASSERT_TRUE(exec.has_value()) << exec.error().to_string();
   auto step = exec->run_step(synthetic_sources(g, 0), {});
   ASSERT_FALSE(step.has_value());
   EXPECT_EQ(step.error().code(), ErrorCode::invalid_argument);

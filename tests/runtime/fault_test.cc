@@ -16,7 +16,7 @@ namespace {
 
 using namespace testing;
 
-constexpr char const* mlp = "mlp:layers=2,hidden=6,input=5,classes=3,batch=8";
+constexpr char const* mlp = small_mlp;
 
 TEST(Faults, APlanThatDoesNotFitIsAnOutOfMemoryError) {
   auto registry = ops::OpRegistry::with_builtins();
@@ -68,11 +68,8 @@ TEST(Faults, AnInjectedKernelFailureEndsTheRunOnEveryDeviceCount) {
 TEST(Faults, MissingSourcesAreErrors) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = training_graph(mlp, *registry);
-  auto cluster = *cluster::load_cluster("cpu:devices=2");
-  auto p = make_plan(g, *registry, cluster, "cpu:devices=2", "data-parallel", 8);
-  ASSERT_TRUE(p.has_value());
-  auto exec = executor_for(g, *p, *registry, cluster);
-  ASSERT_TRUE(exec.has_value());
+  auto exec = data_parallel_executor(g, *registry);
+  ASSERT_TRUE(exec.has_value()) << exec.error().to_string();
   auto step = run_one_step(*exec, {});
   ASSERT_FALSE(step.has_value());
   EXPECT_EQ(step.error().code(), ErrorCode::not_found);
@@ -122,11 +119,8 @@ TEST(Faults, AFailingBackendCallEndsTheRunWithItsError) {
 TEST(Faults, AnAbortedBackendEndsTheRun) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = training_graph(mlp, *registry);
-  auto cluster = *cluster::load_cluster("cpu:devices=2");
-  auto p = make_plan(g, *registry, cluster, "cpu:devices=2", "data-parallel", 8);
-  ASSERT_TRUE(p.has_value());
-  auto exec = executor_for(g, *p, *registry, cluster);
-  ASSERT_TRUE(exec.has_value());
+  auto exec = data_parallel_executor(g, *registry);
+  ASSERT_TRUE(exec.has_value()) << exec.error().to_string();
   InProcessBackend backend;
   backend.abort();  // a peer went away before the step
   ExecOptions options;

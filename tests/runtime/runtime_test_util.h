@@ -44,6 +44,16 @@ inline Expected<Executor> executor_for(ir::Graph const& g, plan::Plan const& p,
   return Executor::create(g, std::move(program), registry, devices_of(cluster));
 }
 
+// A small mlp (batch 8) and its data-parallel plan on cpu:devices=2, ready to run: what the fault
+// and communication tests break one way each.
+constexpr char const* small_mlp = "mlp:layers=2,hidden=6,input=5,classes=3,batch=8";
+inline Expected<Executor> data_parallel_executor(ir::Graph const& g,
+                                                 ops::OpRegistry const& registry) {
+  auto cluster = *cluster::load_cluster("cpu:devices=2");
+  CLEAVE_TRY(plan::Plan p, make_plan(g, registry, cluster, "cpu:devices=2", "data-parallel", 8));
+  return executor_for(g, p, registry, cluster);
+}
+
 // One step with a backend of its own.
 inline Expected<StepResult> run_one_step(Executor const& exec, Values const& sources,
                                          ExecOptions options = {}) {
