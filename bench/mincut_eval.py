@@ -15,10 +15,11 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
+
+from cleave_cli import run
 
 HEADER = """\
 # Balanced min-cut partitioning against the expert plans (issue 17)
@@ -50,16 +51,6 @@ MODELS = [
     ("BERT", "bert"),
     ("RNN-8-4K", "rnn:layers=8,hidden=4096,steps=20,batch=128,vocab=2"),
 ]
-
-
-def run(cmd, timeout):
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout} s"
-    if r.returncode != 0:
-        return None, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
-    return r.stdout, None
 
 
 def provenance(cleave, model, cluster, algo, timeout):

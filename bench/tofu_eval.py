@@ -12,9 +12,10 @@ placement baseline's rows. docs/search_tofu.md explains the disagreements.
 """
 import argparse
 import json
-import subprocess
 import sys
 import time
+
+from cleave_cli import run
 
 ALGOS = ["tofu", "data-parallel", "expert", "allrow-greedy", "equal-chop", "optcnn"]
 CLUSTER = "k80x8"
@@ -44,13 +45,8 @@ def models(subset):
 def compare(cleave, model, algos, timeout):
     """The JSON rows of `cleave compare`, or (None, error text)."""
     cmd = [cleave, "compare", model, "--cluster", CLUSTER, "--algos", ",".join(algos), "--json"]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout} s"
-    if r.returncode != 0:
-        return None, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
-    return json.loads(r.stdout)["plans"], None
+    out, err = run(cmd, timeout)
+    return (json.loads(out)["plans"], None) if out is not None else (None, err)
 
 
 def rows_for(cleave, model, timeout):

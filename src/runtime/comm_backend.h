@@ -47,6 +47,10 @@ struct CollectiveCall {
   std::vector<std::size_t> counts;
 };
 
+// out[i] = r(out[i], in[i]) for i < n: how partial results combine, in reduce tasks and in
+// the in-process collectives.
+void combine_into(float* out, float const* in, std::size_t n, tdl::Reducer r);
+
 class CommBackend {
  public:
   virtual ~CommBackend() = default;

@@ -1,49 +1,27 @@
 #include "sim/memory_use.h"
 
 #include <algorithm>
+#include <array>
 
 #include "lower/lifetime.h"
 
 namespace cleave::sim {
 
 std::string_view memory_role_name(MemoryRole role) {
-  switch (role) {
-  case MemoryRole::weights:
-    return "weights";
-  case MemoryRole::optimizer_state:
-    return "optimizer state";
-  case MemoryRole::gradients:
-    return "gradients";
-  case MemoryRole::saved_activations:
-    return "saved activations";
-  case MemoryRole::fetched:
-    return "fetched copies";
-  case MemoryRole::swapped_in:
-    return "swapped-in data";
-  case MemoryRole::partial:
-    return "partial results";
-  case MemoryRole::other:
-    return "other";
-  }
-  return "other";
+  static constexpr std::array<std::string_view, memory_role_count> names = {
+      "weights",        "optimizer state", "gradients",       "saved activations",
+      "fetched copies", "swapped-in data", "partial results", "other"};
+  return names[static_cast<std::size_t>(role)];
 }
 
 namespace {
 
+// By ir::TensorRole: input, activation, weight, gradient, optimizer_state.
 MemoryRole role_of(ir::TensorRole role) {
-  switch (role) {
-  case ir::TensorRole::weight:
-    return MemoryRole::weights;
-  case ir::TensorRole::optimizer_state:
-    return MemoryRole::optimizer_state;
-  case ir::TensorRole::gradient:
-    return MemoryRole::gradients;
-  case ir::TensorRole::activation:
-    return MemoryRole::saved_activations;
-  case ir::TensorRole::input:
-    return MemoryRole::other;
-  }
-  return MemoryRole::other;
+  static constexpr std::array<MemoryRole, 5> roles = {
+      MemoryRole::other, MemoryRole::saved_activations, MemoryRole::weights,
+      MemoryRole::gradients, MemoryRole::optimizer_state};
+  return roles[static_cast<std::size_t>(role)];
 }
 
 // What a task's output is: a copy (fetched, swapped in), a partial result, or the tensor's role.
