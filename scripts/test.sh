@@ -3,7 +3,7 @@
 # again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the tests there too (the error
 # paths must not crash or corrupt anything). CLEAVE_SKIP_SANITIZE=1 skips the second pass.
 # CLEAVE_TSAN=1 adds a ThreadSanitizer build of the runtime's tests only (its worker threads) and
-# runs them (ctest -L runtime); it is off by default, as a third build does not fit CI's time.
+# runs them (ctest -L runtime); off by default (a third build), on in CI (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"

@@ -265,12 +265,7 @@ std::string cluster_to_json(Cluster const& cluster) {
 }
 
 Expected<Cluster> cluster_from_json(std::string_view text) {
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end());
-  } catch (json::parse_error const& e) {
-    return json_read::malformed_json(e, e.byte);
-  }
+  CLEAVE_TRY(json root, json_read::parse(text));
   CLEAVE_TRY(ClusterParts parts, parts_from_json(root));
   return Cluster::create(std::move(parts));
 }

@@ -254,12 +254,7 @@ Expected<ProfileEntry> entry_from_json(json const& e, std::string const& where) 
 }  // namespace
 
 Expected<ProfileTable> profile_from_json(std::string_view text) {
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end());
-  } catch (json::parse_error const& e) {
-    return json_read::malformed_json(e, e.byte);
-  }
+  CLEAVE_TRY(json root, json_read::parse(text));
   if (!root.is_object() || !root.contains("format"))
     return Error(ErrorCode::parse_error, "not a cleave profile table: no \"format\": \"" +
                                              std::string(profile_format) +

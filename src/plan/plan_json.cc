@@ -1,6 +1,11 @@
 #include "plan/plan_json.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "support/file_io.h"
 #include "support/json_read.h"
@@ -26,12 +31,42 @@ json provenance_to_json(Provenance const& prov) {
           {"search_time_s", prov.search_time_s}};
 }
 
-// Throws json::exception on a malformed object (plan_from_json turns it into an Error).
+// A number that is not an integer of the type a field needs (plan_from_json turns it into an
+// Error, as it does json::exception).
+struct BadInteger : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Every integer of a plan is read through this: nlohmann's get<int>() of 1e300 is undefined
+// behaviour, and of -1 as an unsigned id a huge id; either must stop the reader.
+template <class T> T integer(json const& j) {
+  bool fits = false;
+  if (j.is_number_unsigned())
+    fits = std::cmp_less_equal(j.get<std::uint64_t>(), std::numeric_limits<T>::max());
+  else if (j.is_number_integer())
+    fits = std::in_range<T>(j.get<std::int64_t>());
+  if (!fits)
+    throw BadInteger("expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) +
+                     ", " + std::to_string(std::numeric_limits<T>::max()) + "], found " + j.dump());
+  return j.is_number_unsigned() ? static_cast<T>(j.get<std::uint64_t>())
+                                : static_cast<T>(j.get<std::int64_t>());
+}
+
+template <class T> std::vector<T> integers(json const& j) {
+  if (!j.is_array()) throw BadInteger("expected an array of integers, found " + j.dump());
+  std::vector<T> out;
+  for (auto const& v : j)
+    out.push_back(integer<T>(v));
+  return out;
+}
+
+// Throws json::exception or BadInteger on a malformed object (plan_from_json turns them into an
+// Error).
 Provenance provenance_from_json(json const& prov) {
   Provenance out;
   out.algorithm = prov.at("algorithm").get<std::string>();
   out.config = prov.at("config").get<std::string>();
-  out.seed = prov.at("seed").get<std::uint64_t>();
+  out.seed = integer<std::uint64_t>(prov.at("seed"));
   out.search_time_s = prov.at("search_time_s").get<double>();
   // A JSON object's keys come back sorted (nlohmann), not in the algorithm's declared order.
   if (prov.contains("options"))
@@ -41,7 +76,7 @@ Provenance provenance_from_json(json const& prov) {
     auto const& budget = prov.at("budget");
     if (budget.contains("time_s")) out.budget_time_s = budget.at("time_s").get<double>();
     if (budget.contains("iterations"))
-      out.budget_iterations = budget.at("iterations").get<std::int64_t>();
+      out.budget_iterations = integer<std::int64_t>(budget.at("iterations"));
   }
   if (prov.contains("budget_exhausted"))
     out.budget_exhausted = prov.at("budget_exhausted").get<bool>();
@@ -65,7 +100,7 @@ json piece_json(PieceRef r) {
 }
 
 PieceRef piece_from(json const& j) {
-  return {j.at(0).get<std::uint32_t>(), j.at(1).get<std::uint32_t>()};
+  return {integer<std::uint32_t>(j.at(0)), integer<std::uint32_t>(j.at(1))};
 }
 
 json box_json(tdl::Box const& b) {
@@ -78,7 +113,7 @@ json box_json(tdl::Box const& b) {
 tdl::Box box_from(json const& j) {
   tdl::Box b;
   for (auto const& i : j)
-    b.push_back({i.at(0).get<std::int64_t>(), i.at(1).get<std::int64_t>()});
+    b.push_back({integer<std::int64_t>(i.at(0)), integer<std::int64_t>(i.at(1))});
   return b;
 }
 
@@ -141,7 +176,7 @@ Expected<Plan> plan_from_json(std::string_view text) {
     if (j.contains("cluster_fingerprint"))
       p.cluster_fingerprint = j.at("cluster_fingerprint").get<std::string>();
     p.model = j.at("model").get<std::string>();
-    p.num_devices = j.at("devices").get<int>();
+    p.num_devices = integer<int>(j.at("devices"));
     if (j.contains("fetch")) {  // absent in plans that predate it: shared
       CLEAVE_TRY(p.fetch, fetch_from(j.at("fetch"), "\"fetch\""));
     }
@@ -150,13 +185,13 @@ Expected<Plan> plan_from_json(std::string_view text) {
     if (j.contains("tensor_fetch"))
       for (auto const& f : j.at("tensor_fetch")) {
         CLEAVE_TRY(auto policy, fetch_from(f.at(1), "a \"tensor_fetch\" policy"));
-        p.tensor_fetch.push_back({ir::TensorId(f.at(0).get<std::uint32_t>()), policy});
+        p.tensor_fetch.push_back({ir::TensorId(integer<std::uint32_t>(f.at(0))), policy});
       }
     if (j.contains("swaps"))
       for (auto const& s : j.at("swaps")) {
-        Swap swap{ir::TensorId(s.at("tensor").get<std::uint32_t>()),
+        Swap swap{ir::TensorId(integer<std::uint32_t>(s.at("tensor"))),
                   box_from(s.at("region")),
-                  s.at("device").get<int>(),
+                  integer<int>(s.at("device")),
                   piece_from(s.at("out_after")),
                   piece_from(s.at("in_before")),
                   std::nullopt};
@@ -164,8 +199,7 @@ Expected<Plan> plan_from_json(std::string_view text) {
         p.swaps.push_back(std::move(swap));
       }
     for (auto const& c : j.at("ops"))
-      p.ops.push_back({c.at("degrees").get<std::vector<std::int64_t>>(),
-                       c.at("devices").get<std::vector<int>>()});
+      p.ops.push_back({integers<std::int64_t>(c.at("degrees")), integers<int>(c.at("devices"))});
     for (auto const& dev : j.at("order")) {
       std::vector<PieceRef> list;
       for (auto const& r : dev)
@@ -175,6 +209,8 @@ Expected<Plan> plan_from_json(std::string_view text) {
     return p;
   } catch (json::exception const& e) {
     return Error(ErrorCode::parse_error, "malformed plan: " + json_read::exception_message(e));
+  } catch (BadInteger const& e) {
+    return Error(ErrorCode::parse_error, std::string("malformed plan: ") + e.what());
   }
 }
 

@@ -4,6 +4,16 @@
 
 namespace cleave::json_read {
 
+Expected<json> parse(std::string_view text) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (json::parse_error const& e) {
+    return malformed_json(e, e.byte);
+  } catch (json::exception const& e) {  // a number beyond a double's range (out_of_range.406)
+    return Error(ErrorCode::parse_error, "malformed JSON: " + exception_message(e));
+  }
+}
+
 Error content_error(std::string const& where, std::string const& problem) {
   return Error(ErrorCode::parse_error, where + ": " + problem);
 }

@@ -19,6 +19,9 @@ using json = nlohmann::json;
 // or not be JSON", for an exception nlohmann raised (or reported to a SAX reader) at `position`,
 // where it counts the offending byte as read.
 Error malformed_json(json::exception const& e, std::size_t position);
+// `text` as JSON, or a parse_error that says where the syntax breaks ("malformed JSON at byte N:
+// ...") or which number does not fit a double; nlohmann's exceptions end here.
+Expected<json> parse(std::string_view text);
 // A parse_error "<where>: <problem>".
 Error content_error(std::string const& where, std::string const& problem);
 // nlohmann's message without its "[json.exception.parse_error.101] " prefix, which means nothing

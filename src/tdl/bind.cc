@@ -3,6 +3,7 @@
 #include <limits>
 #include <optional>
 
+#include "support/checked.h"
 #include "tdl/bound_op.h"
 #include "tdl/parser.h"
 #include "tdl/piece.h"
@@ -167,6 +168,7 @@ class Binder {
 
     collect_accesses(op_->body_);
     CLEAVE_CHECK_OK(infer_extents());
+    CLEAVE_CHECK_OK(check_index_magnitudes());
     CLEAVE_CHECK_OK(bind_output(num_dims));
     for (int s = 0; s < num_dims; ++s) {
       op_->dims_.push_back({op_->slot_names_[s], op_->slot_extents_[s],
@@ -262,27 +264,38 @@ class Binder {
     return out;
   }
 
-  static BoundIndex scaled(BoundIndex b, std::int64_t c) {
+  // Affine index arithmetic; an overflow sets `overflow` (bind_index reports it).
+  static BoundIndex scaled(BoundIndex b, std::int64_t c, bool& overflow) {
+    auto mul = [&](std::int64_t& v) {
+      auto r = checked_mul(v, c);
+      overflow = overflow || !r;
+      v = r.value_or(0);
+    };
     b = as_linear(std::move(b));
-    b.constant *= c;
+    mul(b.constant);
     for (auto& t : b.var_terms)
-      t.second *= c;
+      mul(t.second);
     for (auto& k : b.child_coefs)
-      k *= c;
+      mul(k);
     return b;
   }
 
-  static BoundIndex added(BoundIndex a, BoundIndex b) {
+  static BoundIndex added(BoundIndex a, BoundIndex b, bool& overflow) {
+    auto add = [&](std::int64_t& v, std::int64_t w) {
+      auto r = checked_add(v, w);
+      overflow = overflow || !r;
+      v = r.value_or(0);
+    };
     a = as_linear(std::move(a));
     b = as_linear(std::move(b));
-    a.constant += b.constant;
+    add(a.constant, b.constant);
     for (auto [slot, coef] : b.var_terms) {
       auto it = std::find_if(a.var_terms.begin(), a.var_terms.end(),
                              [s = slot](auto const& t) { return t.first == s; });
       if (it == a.var_terms.end()) {
         a.var_terms.emplace_back(slot, coef);
       } else {
-        it->second += coef;
+        add(it->second, coef);
       }
     }
     std::erase_if(a.var_terms, [](auto const& t) { return t.second == 0; });
@@ -291,6 +304,63 @@ class Binder {
       a.children.push_back(std::move(b.children[c]));
     }
     return a;
+  }
+
+  // A bound of |value| of `b` (and of every intermediate index_range computes) over the whole
+  // iteration space, and so over every piece; nothing if it does not fit in int64.
+  std::optional<std::int64_t> magnitude(BoundIndex const& b) const {
+    auto abs = [](std::int64_t v) -> std::optional<std::int64_t> {
+      if (v == std::numeric_limits<std::int64_t>::min()) return std::nullopt;
+      return v < 0 ? -v : v;
+    };
+    auto plus_scaled = [&](std::optional<std::int64_t> sum, std::int64_t coef,
+                           std::optional<std::int64_t> m) -> std::optional<std::int64_t> {
+      auto c = abs(coef);
+      if (!sum || !c || !m) return std::nullopt;
+      auto term = checked_mul(*c, *m);
+      return term ? checked_add(*sum, *term) : std::nullopt;
+    };
+    switch (b.kind) {
+    case BoundIndex::Kind::gather:
+      return 0;  // its value comes from data (index_range: unknown)
+    case BoundIndex::Kind::floordiv:
+      return magnitude(b.children[0]);
+    case BoundIndex::Kind::mod:
+      return plus_scaled(b.divisor, 2, magnitude(b.children[0]));
+    case BoundIndex::Kind::linear: {
+      std::optional<std::int64_t> sum = abs(b.constant);
+      for (auto [slot, coef] : b.var_terms)
+        sum = plus_scaled(sum, coef, op_->slot_extents_[static_cast<std::size_t>(slot)] - 1);
+      for (std::size_t c = 0; c < b.children.size(); ++c)
+        sum = plus_scaled(sum, b.child_coefs[c], magnitude(b.children[c]));
+      return sum;
+    }
+    }
+    return std::nullopt;
+  }
+
+  // Every index stays within int64 over the iteration space (with one to spare: an output's
+  // extent is its index's maximum + 1), so that no piece's index range overflows.
+  Status check_index_magnitudes() const {
+    auto fits = [&](std::vector<BoundIndex> const& indices) {
+      return std::all_of(indices.begin(), indices.end(), [&](BoundIndex const& b) {
+        auto m = magnitude(b);
+        return m && *m < std::numeric_limits<std::int64_t>::max();
+      });
+    };
+    bool ok = fits(op_->output_indices_);
+    for (auto const& lists : op_->accesses_)
+      for (auto const* indices : lists)
+        ok = ok && fits(*indices);
+    if (ok) return Status::ok();
+    return err(st_.output.column, "an index of this statement overflows 64-bit integers over the "
+                                  "iteration space: its constants or extents are too large");
+  }
+
+  Expected<BoundIndex> unless_overflow(BoundIndex b, bool overflow, int column) const {
+    if (overflow)
+      return err(column, "this index's constants overflow 64-bit integers; use smaller ones");
+    return b;
   }
 
   Expected<BoundIndex> bind_index(IndexExpr const& e) {
@@ -317,20 +387,28 @@ class Binder {
     }
     case IndexExpr::Kind::neg: {
       CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
-      return scaled(std::move(a), -1);
+      bool overflow = false;
+      BoundIndex n = scaled(std::move(a), -1, overflow);
+      return unless_overflow(std::move(n), overflow, e.column);
     }
     case IndexExpr::Kind::add:
     case IndexExpr::Kind::sub: {
       CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
       CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
-      if (e.kind == IndexExpr::Kind::sub) b = scaled(std::move(b), -1);
-      return added(std::move(a), std::move(b));
+      bool overflow = false;
+      if (e.kind == IndexExpr::Kind::sub) b = scaled(std::move(b), -1, overflow);
+      BoundIndex sum = added(std::move(a), std::move(b), overflow);
+      return unless_overflow(std::move(sum), overflow, e.column);
     }
     case IndexExpr::Kind::mul: {
       CLEAVE_TRY(BoundIndex a, bind_index(e.args[0]));
       CLEAVE_TRY(BoundIndex b, bind_index(e.args[1]));
-      if (a.is_constant()) return scaled(std::move(b), a.constant);
-      if (b.is_constant()) return scaled(std::move(a), b.constant);
+      bool overflow = false;
+      if (a.is_constant() || b.is_constant()) {
+        BoundIndex product = a.is_constant() ? scaled(std::move(b), a.constant, overflow)
+                                             : scaled(std::move(a), b.constant, overflow);
+        return unless_overflow(std::move(product), overflow, e.column);
+      }
       return err(e.args[1].column,
                  "non-affine index: this product multiplies two expressions that both depend on "
                  "iteration variables; an index must be affine (variables times constants, plus "
@@ -612,9 +690,13 @@ class Binder {
       space.push_back({0, op_->slot_extents_[s]});
     auto ranges = slot_ranges(*op_, space);
     ir::Shape shape;
-    std::int64_t points = 1;
-    for (int s = 0; s < op_->num_parallel_; ++s)
-      points *= op_->slot_extents_[s];
+    std::optional<std::int64_t> points = 1;
+    for (int s = 0; s < op_->num_parallel_ && points; ++s)
+      points = checked_mul(*points, op_->slot_extents_[s]);
+    if (!points)
+      return err(st_.output.column, "the output's elements (the product of the extents of the "
+                                    "parallel dimensions) overflow 64-bit counts: the op's shapes "
+                                    "are too large; use smaller dimensions");
     for (std::size_t d = 0; d < op_->output_indices_.size(); ++d) {
       IndexRange r = index_range(op_->output_indices_[d], ranges);
       if (r.min != 0)
@@ -623,10 +705,13 @@ class Binder {
                        ", not 0: every output element must be written");
       shape.push_back(r.max + 1);
     }
-    if (ir::num_elements(shape) != points)
+    if (!ir::is_valid_shape(shape))
+      return err(st_.output.column, "the output's size in bytes overflows 64-bit counts: the "
+                                    "op's shapes are too large; use smaller dimensions");
+    if (ir::num_elements(shape) != *points)
       return err(st_.output.column,
                  "the output indices do not map the iteration space one-to-one onto '" +
-                     st_.output.name + "' (" + std::to_string(points) + " points, output " +
+                     st_.output.name + "' (" + std::to_string(*points) + " points, output " +
                      ir::shape_to_string(shape) + ")");
     if (ctx_.output && ctx_.output->shape != shape)
       return err(st_.output.column,

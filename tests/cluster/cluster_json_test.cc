@@ -7,6 +7,7 @@
 
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
+#include "fuzz_regressions.h"
 #include "support/file_io.h"
 
 namespace cleave::cluster {
@@ -169,6 +170,18 @@ TEST(ClusterJson, ErrorsSayWhatAndWhere) {
                      "");
   EXPECT_NE(error_of(cut).find("device 0 ('d0') cannot reach device 1 ('d1')"), std::string::npos)
       << error_of(cut);
+}
+
+// Inputs fuzz/cluster_json_fuzz.cc found crashing (scripts/fuzz.sh), with the outcome each must
+// now have.
+TEST(ClusterJson, FuzzRegressionsGiveTheirOutcome) {
+  testing::expect_fuzz_outcomes(
+      CLEAVE_CLUSTER_FUZZ_REGRESSIONS,
+      {
+          // 2e125000000000000: nlohmann throws out_of_range, not parse_error; it was uncaught.
+          {"number_beyond_double.json", "malformed JSON: number overflow parsing"},
+      },
+      [](std::string const& text) { return testing::status_of(cluster_from_json(text)); });
 }
 
 }  // namespace

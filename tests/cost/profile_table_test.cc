@@ -9,6 +9,7 @@
 #include "cluster/presets.h"
 #include "cost/cost_model.h"
 #include "cost/profile_table.h"
+#include "fuzz_regressions.h"
 #include "lower/program.h"
 #include "models/model_zoo.h"
 #include "sim/predict.h"
@@ -248,6 +249,19 @@ TEST(CostModelProfile, MeasuredEntryChangesTheSimulatedStep) {
   EXPECT_EQ(after.priced_tasks, before.priced_tasks);
   EXPECT_NEAR(after.step_time_s - before.step_time_s, expected_delta, 1e-9 * before.step_time_s);
   EXPECT_GT(after.step_time_s, before.step_time_s);
+}
+
+// Inputs fuzz/profile_json_fuzz.cc found crashing (scripts/fuzz.sh), with the outcome each must
+// now have.
+TEST(ProfileTable, FuzzRegressionsGiveTheirOutcome) {
+  testing::expect_fuzz_outcomes(
+      CLEAVE_PROFILE_FUZZ_REGRESSIONS,
+      {
+          // 1.797693134862315e+7308: nlohmann throws out_of_range, not parse_error; it was
+          // uncaught.
+          {"number_beyond_double.json", "malformed JSON: number overflow parsing"},
+      },
+      [](std::string const& text) { return testing::status_of(profile_from_json(text)); });
 }
 
 }  // namespace

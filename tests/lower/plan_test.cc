@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <tuple>
 
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
@@ -45,6 +46,34 @@ TEST(PlanJson, RoundTripsAndRejectsBadFiles) {
   auto missing = plan_from_json("{\"format\":\"cleave.plan/1\",\"graph\":\"x\"}");
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message().find("malformed plan"), std::string::npos);
+}
+
+// Every integer of a plan is checked against the range of its field (issue 23, found by
+// fuzz/plan_json_fuzz.cc): a device count of 1e300 was undefined behaviour, a negative seed a huge
+// one. Each is an error naming the range and the value.
+TEST(PlanJson, IntegersOutsideTheirFieldsRangeAreErrors) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = *models::ModelZoo::with_builtins().build(
+      "mlp:layers=1,hidden=4,input=3,classes=2,batch=4", *registry);
+  std::string const text = plan_to_json(single_device_plan(g, *registry));
+  auto with = [&](std::string const& from, std::string const& to) {
+    std::string t = text;
+    auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return plan_from_json(t.replace(at, from.size(), to));
+  };
+  for (auto const& [from, to, message] :
+       {std::tuple{"\"devices\":1,", "\"devices\":1e300,",
+                   "[-2147483648, 2147483647], found 1e+300"},
+        {"\"devices\":1,", "\"devices\":4294967296,", "found 4294967296"},
+        {"\"seed\":0", "\"seed\":-1", "[0, 18446744073709551615], found -1"},
+        {"\"degrees\":[", "\"degrees\":[0.5,", "found 0.5"},
+        {"\"degrees\":[", "\"degrees\":7,\"x\":[", "expected an array of integers, found 7"}}) {
+    auto p = with(from, to);
+    ASSERT_FALSE(p.has_value()) << to;
+    EXPECT_NE(p.error().message().find(message), std::string::npos) << p.error().message();
+    EXPECT_NE(p.error().message().find("malformed plan"), std::string::npos);
+  }
 }
 
 // The search contract's provenance (options, budget) round-trips; plans written before it load

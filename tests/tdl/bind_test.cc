@@ -182,5 +182,34 @@ TEST(Bind, DeclaredOutputExtent) {
   EXPECT_NE(bad.error().message().find("must be a positive constant"), std::string::npos);
 }
 
+// Issue 23, found by fuzz/tdl_fuzz.cc: the output's element count, an index's folded constants
+// and an index's range over the iteration space are computed with checked arithmetic; each
+// overflow is an error that says so, never a wrapped number.
+TEST(Bind, OverflowingSizesAndIndicesAreErrors) {
+  BindContext ctx = matmul_ctx({4'000'000'000, 4}, {4, 4'000'000'000});
+  auto wide = testing::try_bind("Y[i,j] = sum(k) A[i,k] * B[k,j]", ctx);
+  ASSERT_FALSE(wide.has_value());
+  EXPECT_NE(wide.error().message().find("output's elements (the product of the extents of the "
+                                        "parallel dimensions) overflow 64-bit counts"),
+            std::string::npos)
+      << wide.error().message();
+
+  BindContext x;
+  x.inputs = {{"X", testing::f32({8})}};
+  for (auto const& [text, message] :
+       {std::pair{"Y[i] = X[i * 3000000000000000 * 3000000000000000]",
+                  "this index's constants overflow"},
+        {"Y[i] = X[i - 3000000000000000 * 3000 - 3000000000000000 * 3000]",
+         "this index's constants overflow"},
+        {"Y[i:8] = X[i * 3000000000000000 * 3000]",
+         "overflows 64-bit integers over the iteration space"},
+        {"Y[i * 3000000000000000 * 3000] = X[i]",
+         "overflows 64-bit integers over the iteration space"}}) {
+    auto op = testing::try_bind(text, x);
+    ASSERT_FALSE(op.has_value()) << text;
+    EXPECT_NE(op.error().message().find(message), std::string::npos) << op.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace cleave::tdl
