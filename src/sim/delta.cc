@@ -101,34 +101,30 @@ void DeltaSimulator::simulate_all() {
 }
 
 Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
-  Scratch& s = *scratch_;
-  OldProgram& old = s.old;
-  remember(lowering_.program(), old);
+  remember(lowering_.program(), scratch_->old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
+  work_ = {lowering_.program().tasks.size(), 0, 0, 0};
+  map_tasks();
+  update_index();
+  auto costs = reprice_collectives();
+  double at = restart_time();
+  rerun_from(at, std::move(costs));
+  return prediction_;
+}
+
+// Per task its node, and the nodes that are what they were (same content, same dependencies),
+// both ways; the others are new in the new run or gone from the old one. Timings are updated in
+// place: a task that maps to an old one, both in no collective, keeps the old one's; the others
+// are priced (members take no timing of their own).
+void DeltaSimulator::map_tasks() {
+  Scratch& s = *scratch_;
+  OldProgram const& old = s.old;
   auto const& p = lowering_.program();
   auto const& prev = lowering_.previous_ids();
   std::size_t n = p.tasks.size();
-  work_ = {n, 0, 0, 0};
-
-  // Nodes that are what they were (same content, same dependencies), both ways; the others are
-  // new in the new run or gone from the old one.
-  auto& old_of = s.old_of;
-  auto& new_of = s.new_of;
-  old_of.assign(n + p.collectives.size(), no_node);
-  new_of.assign(old.tasks + old.kinds.size(), no_node);
-  auto old_collective = [&](lower::Collective const& c) -> lower::CollectiveId {
-    auto first = prev[c.members.front()];
-    if (!first) return lower::no_collective;
-    auto oc = old.collective_of[*first];
-    if (oc == lower::no_collective || old.kinds[oc] != c.kind ||
-        old.sizes[oc] != c.members.size() || old.bytes[oc] != c.bytes || old.groups[oc] != c.group)
-      return lower::no_collective;
-    for (auto m : c.members)
-      if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
-    return oc;
-  };
-  // Per task its node, from the collectives' member lists; the tasks themselves are read only
-  // where they are new.
+  s.old_of.assign(n + p.collectives.size(), no_node);
+  s.new_of.assign(old.tasks + old.kinds.size(), no_node);
+  // The tasks themselves are read only where they are new.
   auto& node_of = s.node_of;
   node_of.resize(n);
   for (lower::TaskId i = 0; i < n; ++i)
@@ -136,16 +132,14 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   for (std::size_t c = 0; c < p.collectives.size(); ++c)
     for (auto m : p.collectives[c].members)
       node_of[m] = static_cast<NodeId>(n + c);
-  // Timings, updated in place: a task that maps to an old one, both in no collective, keeps the
-  // old one's; the others are priced (members take no timing of their own).
   auto keeps_timing = [&](lower::TaskId i) {
     return node_of[i] == i && prev[i] && old.collective_of[*prev[i]] == lower::no_collective;
   };
   move_mapped(timings_.tasks, prev, n, keeps_timing);
   for (lower::TaskId i = 0; i < n; ++i) {
     if (keeps_timing(i)) {
-      old_of[i] = *prev[i];
-      new_of[*prev[i]] = i;
+      s.old_of[i] = *prev[i];
+      s.new_of[*prev[i]] = i;
     } else if (node_of[i] != i) {
       timings_.tasks[i] = {};
     } else {
@@ -153,14 +147,20 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
       ++work_.tasks_priced;
     }
   }
-  timings_.collectives.clear();
-  // The task index, in place too: a task that maps to an old one has the old one's facts (but
-  // maybe another collective), and its dependency list renumbered where those map too (a
-  // dependency may be a task that now waits for others: then the task's own list is read). The
-  // tasks before the first whose id changed keep their lists as they are (their dependencies come
-  // before them, so they kept their ids too).
+}
+
+// The task index, in place: a task that maps to an old one has the old one's facts (but maybe
+// another collective), and its dependency list renumbered where those map too (a dependency may
+// be a task that now waits for others: then the task's own list is read). The tasks before the
+// first whose id changed keep their lists as they are (their dependencies come before them, so
+// they kept their ids too).
+void DeltaSimulator::update_index() {
+  Scratch& s = *scratch_;
+  auto const& p = lowering_.program();
+  auto const& prev = lowering_.previous_ids();
+  std::size_t n = p.tasks.size();
   auto& new_task = s.new_task;
-  new_task.assign(old.tasks, no_node);
+  new_task.assign(s.old.tasks, no_node);
   for (lower::TaskId i = 0; i < n; ++i)
     if (prev[i]) new_task[*prev[i]] = i;
   lower::TaskId same = 0;
@@ -192,14 +192,36 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   move_mapped(facts, prev, n, [&](lower::TaskId i) { return prev[i].has_value(); });
   for (lower::TaskId i = 0; i < n; ++i) {
     if (!prev[i]) facts[i] = facts_of(*graph_, p.tasks[i]);
-    facts[i].member = node_of[i] != i;
+    facts[i].member = s.node_of[i] != i;
   }
+}
+
+// A collective that is what an old one was (same kind, group, bytes and member tasks) keeps its
+// price; the others are priced anew.
+std::vector<cost::CollectiveCost> DeltaSimulator::reprice_collectives() {
+  Scratch& s = *scratch_;
+  OldProgram const& old = s.old;
+  auto const& p = lowering_.program();
+  auto const& prev = lowering_.previous_ids();
+  std::size_t n = p.tasks.size();
+  auto old_collective = [&](lower::Collective const& c) -> lower::CollectiveId {
+    auto first = prev[c.members.front()];
+    if (!first) return lower::no_collective;
+    auto oc = old.collective_of[*first];
+    if (oc == lower::no_collective || old.kinds[oc] != c.kind ||
+        old.sizes[oc] != c.members.size() || old.bytes[oc] != c.bytes || old.groups[oc] != c.group)
+      return lower::no_collective;
+    for (auto m : c.members)
+      if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
+    return oc;
+  };
+  timings_.collectives.clear();
   std::vector<cost::CollectiveCost> costs(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
     auto oc = old_collective(p.collectives[c]);
     if (oc != lower::no_collective) {
-      old_of[n + c] = static_cast<NodeId>(old.tasks + oc);
-      new_of[old.tasks + oc] = static_cast<NodeId>(n + c);
+      s.old_of[n + c] = static_cast<NodeId>(old.tasks + oc);
+      s.new_of[old.tasks + oc] = static_cast<NodeId>(n + c);
       costs[c] = std::move(costs_[oc]);
     } else {
       costs[c] = cost_of(p.collectives[c], p, *graph_, *cost_);
@@ -207,19 +229,24 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     }
     timings_.collectives.push_back(timing_of(costs[c], p.collectives[c], cost_->cluster()));
   }
+  return costs;
+}
 
-  // The restart time T: the old run's nodes that became ready before T are taken again exactly
-  // as before. T is at most the old ready time of every node that is gone, and at most a lower
-  // bound of the new ready time of every new node: the latest of its dependencies' lower bounds
-  // (new nodes) or old ready times (others; their old end where that is before a first bound).
-  auto old_span = [&](NodeId v) {
-    auto const& spans = prediction_.sim.spans;  // the old run's (its result moved there)
-    return v < old.tasks ? spans[v] : spans[old.first_member[v - old.tasks]];
-  };
+// The restart time T: the old run's nodes that became ready before T are taken again exactly as
+// before. T is at most the old ready time of every node that is gone, and at most a lower bound
+// of the new ready time of every new node: the latest of its dependencies' lower bounds (new
+// nodes) or old ready times (others; their old end where that is before a first bound).
+double DeltaSimulator::restart_time() {
+  Scratch& s = *scratch_;
+  OldProgram const& old = s.old;
+  auto const& p = lowering_.program();
+  std::size_t n = p.tasks.size();
+  auto const& node_of = s.node_of;
+  auto const& old_of = s.old_of;
   double gone = std::numeric_limits<double>::infinity();
-  for (NodeId v = 0; v < new_of.size(); ++v) {
+  for (NodeId v = 0; v < s.new_of.size(); ++v) {
     bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
-    if (is_node && new_of[v] == no_node) gone = std::min(gone, run_.ready[v]);
+    if (is_node && s.new_of[v] == no_node) gone = std::min(gone, run_.ready[v]);
   }
   // The tasks whose node is new, ascending (a new collective's first member only), so that a
   // node's new dependencies come before it.
@@ -261,17 +288,28 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     }
     return t;
   };
-  double first = restart(-std::numeric_limits<double>::infinity());
-  double at = restart(first);
+  return restart(restart(-std::numeric_limits<double>::infinity()));
+}
 
+// The old run's span of node v (its result moved into prediction_).
+TaskSpan DeltaSimulator::old_span(NodeId v) const {
+  auto const& old = scratch_->old;
+  auto const& spans = prediction_.sim.spans;
+  return v < old.tasks ? spans[v] : spans[old.first_member[v - old.tasks]];
+}
+
+// Replays the old run's nodes that became ready before `at`, then runs the loop on from there.
+void DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> costs) {
+  Scratch& s = *scratch_;
+  auto const& p = lowering_.program();
   Prefix& prefix = s.prefix;
   prefix.taken.clear();
   prefix.ready.clear();
   prefix.spans.clear();
   for (NodeId v : run_.order) {
     if (!(run_.ready[v] < at)) break;
-    CLEAVE_ASSERT(new_of[v] != no_node, "a node taken before the restart time has changed");
-    prefix.taken.push_back(new_of[v]);
+    CLEAVE_ASSERT(s.new_of[v] != no_node, "a node taken before the restart time has changed");
+    prefix.taken.push_back(s.new_of[v]);
     prefix.ready.push_back(run_.ready[v]);
     prefix.spans.push_back(old_span(v));
   }
@@ -282,7 +320,6 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   costs_ = std::move(costs);
   prediction_ =
       summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);
-  return prediction_;
 }
 
 }  // namespace cleave::sim

@@ -49,6 +49,13 @@ class DeltaSimulator {
   DeltaSimulator(ir::Graph const& graph, lower::Lowering lowering, cost::CostModel const& cost,
                  std::int64_t samples_per_step);
   void simulate_all();
+  // The steps of apply(), in order (delta.cc says what each does).
+  void map_tasks();
+  void update_index();
+  std::vector<cost::CollectiveCost> reprice_collectives();
+  double restart_time();
+  TaskSpan old_span(NodeId v) const;
+  void rerun_from(double at, std::vector<cost::CollectiveCost> costs);
 
   ir::Graph const* graph_;
   lower::Lowering lowering_;
