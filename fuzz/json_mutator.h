@@ -6,11 +6,7 @@
 // input that does not parse, and one in eight that does, gets libFuzzer's byte mutation instead,
 // so that syntax is fuzzed too.
 //
-// A target uses it with:
-//   extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
-//                                                  std::size_t max_size, unsigned seed) {
-//     return cleave::fuzz::mutate_json(data, size, max_size, seed);
-//   }
+// The JSON targets get it as libFuzzer's custom mutator from fuzz/json_custom_mutator.cc.
 #pragma once
 
 #include <cstddef>

@@ -16,11 +16,6 @@
 #include "plan/plan.h"
 #include "plan/plan_json.h"
 
-extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
-                                               std::size_t max_size, unsigned seed) {
-  return cleave::fuzz::mutate_json(data, size, max_size, seed);
-}
-
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   using namespace cleave;
   static auto const registry = ops::OpRegistry::with_builtins();

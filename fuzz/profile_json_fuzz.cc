@@ -9,11 +9,6 @@
 #include "cost/profile_table.h"
 #include "fuzz/json_mutator.h"
 
-extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
-                                               std::size_t max_size, unsigned seed) {
-  return cleave::fuzz::mutate_json(data, size, max_size, seed);
-}
-
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   using namespace cleave;
   auto table = cost::profile_from_json(std::string_view(reinterpret_cast<char const*>(data), size));
