@@ -133,8 +133,7 @@ TEST(Comm, ACollectiveIsOneBackendCallPerMemberDevice) {
 TEST(Comm, JobsSplitTransfersAndGroupCollectives) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = training_graph(mlp, *registry);
-  auto cluster = *cluster::load_cluster("cpu:devices=4");
-  auto p = make_plan(g, *registry, cluster, "cpu:devices=4", "tofu", 8);
+  auto p = make_plan(g, *registry, "cpu:devices=4", "tofu", 8);
   ASSERT_TRUE(p.has_value()) << p.error().to_string();
   auto program = *lower::lower(g, *p, *registry);
   Jobs jobs = expand(program);

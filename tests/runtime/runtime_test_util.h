@@ -37,6 +37,14 @@ inline Expected<plan::Plan> make_plan(ir::Graph const& g, ops::OpRegistry const&
   return search::make_plan(algo, ctx);
 }
 
+// The same, on the cluster `spec` names.
+inline Expected<plan::Plan> make_plan(ir::Graph const& g, ops::OpRegistry const& registry,
+                                      std::string const& spec, std::string const& algo,
+                                      std::int64_t batch) {
+  CLEAVE_TRY(auto cluster, cluster::load_cluster(spec));
+  return make_plan(g, registry, cluster, spec, algo, batch);
+}
+
 inline Expected<Executor> executor_for(ir::Graph const& g, plan::Plan const& p,
                                        ops::OpRegistry const& registry,
                                        cluster::Cluster const& cluster) {
