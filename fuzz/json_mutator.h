@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <string_view>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -177,6 +179,20 @@ inline void require(bool holds, char const* what) {
   if (holds) return;
   std::fprintf(stderr, "fuzz property failed: %s\n", what);
   __builtin_trap();
+}
+
+// What `read` makes of the input; where it reads, the documented round trip is checked too:
+// `write` of it reads back, and writes the same text again (`what` names the format).
+template <typename Read, typename Write>
+auto read_and_round_trip(std::uint8_t const* data, std::size_t size, Read read, Write write,
+                         char const* what) {
+  auto value = read(std::string_view(reinterpret_cast<char const*>(data), size));
+  if (!value) return value;
+  std::string const text = write(*value);
+  auto again = read(text);
+  require(again.has_value(), what);
+  require(write(*again) == text, what);
+  return value;
 }
 
 inline std::size_t mutate_json(std::uint8_t* data, std::size_t size, std::size_t max_size,

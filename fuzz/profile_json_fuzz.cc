@@ -11,11 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   using namespace cleave;
-  auto table = cost::profile_from_json(std::string_view(reinterpret_cast<char const*>(data), size));
-  if (!table) return 0;
-  std::string const text = cost::profile_to_json(*table);
-  auto again = cost::profile_from_json(text);
-  fuzz::require(again.has_value(), "a written profile loads");
-  fuzz::require(cost::profile_to_json(*again) == text, "the profile round-trips");
+  (void)fuzz::read_and_round_trip(data, size, cost::profile_from_json, cost::profile_to_json,
+                                  "a written profile reads back the same");
   return 0;
 }
