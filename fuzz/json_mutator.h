@@ -19,7 +19,6 @@
 #include <random>
 #include <string>
 #include <string_view>
-#include <string>
 #include <utility>
 #include <vector>
 
