@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "support/assert.h"
 
@@ -94,6 +95,19 @@ template <typename T> T& slot(std::vector<T>& list, std::size_t at) {
 
 }  // namespace
 
+// What reconfigure() replaced, for undo(): the op's configuration, pieces and part, the layouts its
+// part wrote, the tensor parts rebuilt and which parts were.
+struct Replaced {
+  bool valid = false;
+  ir::OpId op;
+  plan::OpConfig config;
+  std::vector<tdl::PieceInfo> pieces;
+  Part op_part;
+  std::vector<std::pair<ir::TensorId, std::vector<Held>>> layouts;
+  std::vector<std::pair<std::uint32_t, TensorPart>> tensor_parts;  // by part id
+  std::vector<bool> rebuilt;
+};
+
 struct Lowering::State {
   ir::Graph const& graph;
   ops::OpRegistry const& registry;
@@ -114,6 +128,7 @@ struct Lowering::State {
   std::vector<std::size_t> first_initial;        // per part, in `program`
   Program program;
   std::vector<std::optional<TaskId>> previous;
+  Replaced replaced;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
@@ -682,26 +697,52 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   CLEAVE_TRY(auto bound, s.registry.bind(s.graph, id));
   CLEAVE_CHECK_OK(plan::validate_op(config, s.graph.op(id), *bound, s.plan.num_devices));
   CLEAVE_TRY(auto infos, s.analyze(id, config));
-  s.plan.ops[id.value()] = std::move(config);
+  Replaced& r = s.replaced;
+  r.valid = true;
+  r.op = id;
+  r.config = std::exchange(s.plan.ops[id.value()], std::move(config));
   s.plan.order.clear();
-  s.pieces[id.value()] = std::move(infos);
-  s.build_op_part(id);
-  std::vector<bool> rebuilt(s.offset.size(), false);
-  rebuilt[id.value()] = true;
+  r.pieces = std::exchange(s.pieces[id.value()], std::move(infos));
   ir::Op const& op = s.graph.op(id);
+  r.layouts.clear();
+  r.layouts.emplace_back(op.outputs[0], s.layout[op.outputs[0].value()]);
+  if (auto placed = s.places[id.value()])
+    r.layouts.emplace_back(*placed, s.layout[placed->value()]);
+  r.op_part = std::move(s.op_parts[id.value()]);
+  s.build_op_part(id);
+  r.rebuilt.assign(s.offset.size(), false);
+  r.rebuilt[id.value()] = true;
   std::vector<ir::TensorId> touched(op.inputs.begin(), op.inputs.end());
   touched.push_back(op.outputs[0]);
   if (auto placed = s.places[id.value()]) touched.push_back(*placed);
   // Late parts that wait for this op's output (its writers may have changed).
   touched.insert(touched.end(), s.gates[id.value()].begin(), s.gates[id.value()].end());
+  r.tensor_parts.clear();
   for (auto t : touched) {
-    if (rebuilt[s.part_id(t, early_pass)]) continue;
-    rebuilt[s.part_id(t, early_pass)] = true;
-    rebuilt[s.part_id(t, late_pass)] = true;
+    if (r.rebuilt[s.part_id(t, early_pass)]) continue;
+    for (Pass pass : {early_pass, late_pass}) {
+      r.rebuilt[s.part_id(t, pass)] = true;
+      r.tensor_parts.emplace_back(s.part_id(t, pass), std::move(s.tensor_part(t, pass)));
+    }
     s.build_tensor_part(t);
   }
-  s.assemble(&rebuilt);
+  s.assemble(&r.rebuilt);
   return Status::ok();
+}
+
+void Lowering::undo() {
+  State& s = *state_;
+  Replaced& r = s.replaced;
+  CLEAVE_ASSERT(r.valid, "undo without a reconfigure to undo");
+  r.valid = false;
+  std::swap(s.plan.ops[r.op.value()], r.config);
+  std::swap(s.pieces[r.op.value()], r.pieces);
+  std::swap(s.op_parts[r.op.value()], r.op_part);
+  for (auto& [t, held] : r.layouts)
+    std::swap(s.layout[t.value()], held);
+  for (auto& [id, part] : r.tensor_parts)
+    std::swap(s.tensor_parts[id - s.num_ops], part);
+  s.assemble(&r.rebuilt);
 }
 
 Program const& Lowering::program() const {

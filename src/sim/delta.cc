@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "support/assert.h"
 
@@ -105,6 +106,13 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   OldProgram& old = s.old;
   remember(lowering_.program(), old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
+  // For undo(): copied into the buffers kept from the last apply (their allocations reused), since
+  // the delta below updates these in place; the costs, run and prediction are replaced whole and
+  // kept by moving them.
+  kept_.valid = true;
+  kept_.timings = timings_;
+  kept_.index = index_;
+  kept_.work = work_;
   auto const& p = lowering_.program();
   auto const& prev = lowering_.previous_ids();
   std::size_t n = p.tasks.size();
@@ -200,7 +208,7 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     if (oc != lower::no_collective) {
       old_of[n + c] = static_cast<NodeId>(old.tasks + oc);
       new_of[old.tasks + oc] = static_cast<NodeId>(n + c);
-      costs[c] = std::move(costs_[oc]);
+      costs[c] = costs_[oc];
     } else {
       costs[c] = cost_of(p.collectives[c], p, *graph_, *cost_);
       ++work_.tasks_priced;
@@ -275,14 +283,27 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
     prefix.ready.push_back(run_.ready[v]);
     prefix.spans.push_back(old_span(v));
   }
-  prefix.checkpoints = std::move(run_.checkpoints);
+  prefix.checkpoints = run_.checkpoints;
   work_.nodes_replayed = prefix.taken.size();
-  run_ = run_event_loop(p, timings_, resources_, prefix, &index_.deps);
+  kept_.run = std::exchange(run_, run_event_loop(p, timings_, resources_, prefix, &index_.deps));
   work_.nodes = run_.order.size();
-  costs_ = std::move(costs);
-  prediction_ =
-      summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);
+  kept_.costs = std::exchange(costs_, std::move(costs));
+  kept_.prediction =
+      std::exchange(prediction_, summarize(*graph_, p, *cost_, costs_, timings_,
+                                           std::move(run_.result), samples_, &index_));
   return prediction_;
+}
+
+void DeltaSimulator::undo() {
+  CLEAVE_ASSERT(kept_.valid, "undo without an apply to undo");
+  kept_.valid = false;
+  lowering_.undo();
+  std::swap(costs_, kept_.costs);
+  std::swap(timings_, kept_.timings);
+  std::swap(index_, kept_.index);
+  std::swap(run_, kept_.run);
+  std::swap(prediction_, kept_.prediction);
+  std::swap(work_, kept_.work);
 }
 
 }  // namespace cleave::sim

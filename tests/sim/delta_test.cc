@@ -1,7 +1,8 @@
 // Delta simulation's guarantee: after any sequence of single-op changes, the prediction is bit for
 // bit what lowering and predicting the changed plan in full gives, on random plans of small
-// training graphs over a hierarchical cluster.
+// training graphs over a hierarchical cluster; an undone change restores the prediction before it.
 #include <gtest/gtest.h>
+#include <utility>
 
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
@@ -59,7 +60,7 @@ void expect_same_program(lower::Program const& a, lower::Program const& b) {
 
 class Delta : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Delta, EqualsFullSimulationAfterEveryChange) {
+TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
   auto registry = ops::OpRegistry::with_builtins();
   ir::Graph forward = GetParam() == "cnn" ? lower::testing::tiny_cnn(*registry)
                       : GetParam() == "attention"
@@ -81,15 +82,26 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChange) {
       auto config = lower::testing::random_config(g, *registry, op, devices, rng);
       auto got = delta->apply(op, config);
       ASSERT_TRUE(got.has_value()) << got.error().to_string();
-      plan.ops[op.value()] = config;
+      auto before = std::exchange(plan.ops[op.value()], config);
+      std::string where = "trial " + std::to_string(trial) + " change " + std::to_string(change) +
+                          " op " + g.op(op).name;
       auto program = lower::lower(g, plan, *registry);
       ASSERT_TRUE(program.has_value()) << program.error().to_string();
       expect_same_program(delta->program(), *program);
       Prediction full = predict(g, *program, cost, 4);
-      expect_identical(*got, full,
-                       "trial " + std::to_string(trial) + " change " + std::to_string(change) +
-                           " op " + g.op(op).name);
+      expect_identical(*got, full, where);
       if (::testing::Test::HasFatalFailure()) return;
+      // Every third change is undone (an MCMC rejection); the changes after it start from there.
+      if (change % 3 == 2) {
+        delta->undo();
+        plan.ops[op.value()] = before;
+        auto restored = lower::lower(g, plan, *registry);
+        ASSERT_TRUE(restored.has_value());
+        expect_same_program(delta->program(), *restored);
+        EXPECT_EQ(delta->plan().ops[op.value()].devices, before.devices);
+        expect_identical(delta->prediction(), predict(g, *restored, cost, 4), where + " undone");
+        if (::testing::Test::HasFatalFailure()) return;
+      }
       replayed += delta->last_work().nodes_replayed;
       taken += delta->last_work().nodes;
     }
