@@ -67,7 +67,7 @@ TEST(FlexFlow, NeverWorseThanItsStartingPlans) {
   }
 }
 
-TEST(FlexFlow, SameSeedSamePlan) {
+TEST(FlexFlow, SameSeedSamePlanWithDeltaOrFullSimulation) {
   Planning s(mlp, "cpu:devices=4", 16);
   auto a = make_plan("flexflow", s.context(300, 7));
   auto b = make_plan("flexflow", s.context(300, 7));
@@ -78,6 +78,16 @@ TEST(FlexFlow, SameSeedSamePlan) {
     EXPECT_EQ(a->ops[o].devices, b->ops[o].devices) << o;
   }
   EXPECT_EQ(a->provenance.course->accepted, b->provenance.course->accepted);
+  // Full simulation predicts what the delta simulator does, bit for bit: the same walk.
+  auto ctx = s.context(300, 7);
+  ctx.options = {{"simulator", "full"}};
+  auto full = make_plan("flexflow", ctx);
+  ASSERT_TRUE(full.has_value()) << full.error().to_string();
+  for (std::size_t o = 0; o < a->ops.size(); ++o) {
+    EXPECT_EQ(a->ops[o].degrees, full->ops[o].degrees) << o;
+    EXPECT_EQ(a->ops[o].devices, full->ops[o].devices) << o;
+  }
+  EXPECT_EQ(a->provenance.course->accepted, full->provenance.course->accepted);
 }
 
 TEST(FlexFlow, OneIterationLeavesAValidPlanAndTheCourseRoundTrips) {
@@ -107,10 +117,10 @@ TEST(FlexFlow, OneIterationLeavesAValidPlanAndTheCourseRoundTrips) {
 TEST(FlexFlow, BadOptionsAreErrors) {
   Planning s(mlp, "cpu:devices=2", 16);
   auto ctx = s.context(10);
-  ctx.options = {{"beta", "-1"}};
+  ctx.options = {{"beta_per_op", "-1"}};
   auto p = make_plan("flexflow", ctx);
   ASSERT_FALSE(p.has_value());
-  EXPECT_NE(p.error().message().find("beta >= 0"), std::string::npos) << p.error().message();
+  EXPECT_NE(p.error().message().find("beta_per_op >= 0"), std::string::npos) << p.error().message();
   ctx.options = {{"reductions", "maybe"}};
   EXPECT_FALSE(make_plan("flexflow", ctx).has_value());
 }

@@ -6,7 +6,9 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <utility>
 
+#include "lower/program.h"
 #include "search/baselines/baselines.h"
 #include "search/common/plan_util.h"
 #include "search/common/progress.h"
@@ -100,13 +102,68 @@ Expected<std::vector<std::optional<Propagation>>> propagations(SearchContext con
   return out;
 }
 
+// Prices proposals: by the delta simulator, or (for comparison, as FlexFlow's public code does)
+// by lowering and predicting every proposal in full. Both give the same predictions bit for bit
+// (sim/delta.h), so the same seed gives the same plan either way.
+class Pricer {
+ public:
+  static Expected<Pricer> create(SearchContext const& ctx, plan::Plan plan, bool full) {
+    Pricer p;
+    if (!full) {
+      CLEAVE_TRY(auto delta, sim::DeltaSimulator::create(ctx.graph, std::move(plan), ctx.registry,
+                                                         ctx.cost, ctx.batch));
+      p.delta_ = std::make_unique<sim::DeltaSimulator>(std::move(delta));
+      return p;
+    }
+    p.ctx_ = &ctx;
+    p.plan_ = std::move(plan);
+    CLEAVE_TRY(auto program, lower::lower(ctx.graph, p.plan_, ctx.registry));
+    p.prediction_ = sim::predict(ctx.graph, program, ctx.cost, ctx.batch);
+    return p;
+  }
+
+  plan::Plan const& plan() const { return delta_ ? delta_->plan() : plan_; }
+  sim::Prediction const& prediction() const { return delta_ ? delta_->prediction() : prediction_; }
+
+  Expected<sim::Prediction> apply(ir::OpId op, plan::OpConfig config) {
+    if (delta_) return delta_->apply(op, std::move(config));
+    kept_ = std::exchange(plan_.ops[op.value()], std::move(config));
+    kept_op_ = op;
+    auto program = lower::lower(ctx_->graph, plan_, ctx_->registry);
+    if (!program) {
+      plan_.ops[op.value()] = std::move(kept_);
+      return std::move(program).error();
+    }
+    kept_prediction_ =
+        std::exchange(prediction_, sim::predict(ctx_->graph, *program, ctx_->cost, ctx_->batch));
+    return prediction_;
+  }
+
+  void undo() {
+    if (delta_) return delta_->undo();
+    plan_.ops[kept_op_.value()] = std::move(kept_);
+    prediction_ = std::move(kept_prediction_);
+  }
+
+ private:
+  std::unique_ptr<sim::DeltaSimulator> delta_;
+  // Full simulation: the plan, its prediction, and what the last apply() replaced.
+  SearchContext const* ctx_ = nullptr;
+  plan::Plan plan_;
+  sim::Prediction prediction_;
+  ir::OpId kept_op_;
+  plan::OpConfig kept_;
+  sim::Prediction kept_prediction_;
+};
+
 class Search {
  public:
   Search(SearchContext const& ctx, Options const& options, ConfigSpace space,
          std::vector<std::optional<Propagation>> propagation)
       : ctx_(ctx), space_(std::move(space)), propagation_(std::move(propagation)),
-        beta_(static_cast<double>(options.integer("beta"))), reset_(options.integer("reset")),
-        clock_(ctx), rng_(ctx.rng()) {}
+        beta_(static_cast<double>(options.integer("beta_per_op") * ctx.graph.num_ops())),
+        full_(options.choice("simulator") == "full"), reset_(options.integer("reset")), clock_(ctx),
+        rng_(ctx.rng()) {}
 
   plan::Plan random_plan() {
     plan::Plan p = plan::single_device_plan(ctx_.graph, ctx_.registry);
@@ -128,6 +185,7 @@ class Search {
   ConfigSpace space_;
   std::vector<std::optional<Propagation>> propagation_;
   double beta_;
+  bool full_;  // price proposals by full simulation
   std::int64_t reset_;
   SearchClock clock_;
   Rng rng_;
@@ -172,8 +230,7 @@ void Search::consider(Score const& s, plan::Plan const& p, std::string const& na
 
 Status Search::chain(plan::Plan start, std::string const& name, int chains_left) {
   start.num_devices = static_cast<int>(ctx_.cluster().num_devices());
-  CLEAVE_TRY(auto sim, sim::DeltaSimulator::create(ctx_.graph, std::move(start), ctx_.registry,
-                                                   ctx_.cost, ctx_.batch));
+  CLEAVE_TRY(auto sim, Pricer::create(ctx_, std::move(start), full_));
   Score current = score_of(sim.prediction());
   consider(current, sim.plan(), name);
   Score chain_best = current;
@@ -222,8 +279,7 @@ Status Search::chain(plan::Plan start, std::string const& name, int chains_left)
       break;
     if (it - reset_at >= reset_) {
       reset_at = it;
-      CLEAVE_TRY(sim, sim::DeltaSimulator::create(ctx_.graph, chain_best_plan, ctx_.registry,
-                                                  ctx_.cost, ctx_.batch));
+      CLEAVE_TRY(sim, Pricer::create(ctx_, chain_best_plan, full_));
       current = chain_best;
     }
   }
@@ -256,10 +312,11 @@ Expected<plan::Plan> Search::result(bool default_budget) const {
 
 std::vector<OptionSpec> flexflow_options() {
   return {
-      {"beta",
+      {"beta_per_op",
        OptionType::integer,
        "10",
-       "acceptance: min(1, exp(-beta * (t_new - t_cur) / t_cur))",
+       "acceptance: min(1, exp(-beta * (t_new - t_cur) / t_cur)), beta this times the graph's ops "
+       "(a move changes one op: its relative effect shrinks as graphs grow)",
        {}},
       {"reset",
        OptionType::integer,
@@ -271,13 +328,19 @@ std::vector<OptionSpec> flexflow_options() {
        "off",
        "whether configurations split reduction dimensions too (partial results reduced)",
        {"off", "on"}},
+      {"simulator",
+       OptionType::choice,
+       "delta",
+       "what prices a proposal: the delta simulator, or lowering and predicting in full (as "
+       "FlexFlow's public code does; the same plan, slower)",
+       {"delta", "full"}},
   };
 }
 
 Expected<plan::Plan> flexflow(SearchContext const& ctx, Options const& options) {
-  if (options.integer("beta") < 0 || options.integer("reset") < 1)
+  if (options.integer("beta_per_op") < 0 || options.integer("reset") < 1)
     return Error(ErrorCode::invalid_argument,
-                 "flexflow needs beta >= 0 and reset >= 1 (proposals)");
+                 "flexflow needs beta_per_op >= 0 and reset >= 1 (proposals)");
   bool default_budget = !ctx.budget.time && !ctx.budget.iterations;
   SearchContext run = ctx;
   if (default_budget) run.budget.iterations = default_iterations;
