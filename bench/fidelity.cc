@@ -106,7 +106,8 @@ int main(int argc, char** argv) {
       auto program = must(lower::lower(p.graph, plan, *registry));
       p.executor = std::make_unique<runtime::Executor>(
           must(runtime::Executor::create(p.graph, std::move(program), *registry, devices)));
-      auto run = must(runtime::measure_steps(*p.executor, *kernels, 2 * steps));
+      runtime::InProcessBackend backend;
+      auto run = must(runtime::measure_steps(*p.executor, *kernels, backend, 2 * steps));
       p.calibration = p.measurement = {run.graph, run.program, {}, {}};
       for (std::size_t s = 0; s < run.step_seconds.size(); ++s) {
         auto& half = s % 2 ? p.calibration : p.measurement;
@@ -161,12 +162,13 @@ int main(int argc, char** argv) {
     auto plan = must(search::make_plan("single", ctx));
     auto executor = must(runtime::Executor::create(g, must(lower::lower(g, plan, *registry)),
                                                    *registry, {{"cpu0", Bytes(64LL << 30)}}));
-    auto m = must(runtime::measure_steps(executor, *kernels, steps));
+    runtime::InProcessBackend backend;
+    auto m = must(runtime::measure_steps(executor, *kernels, backend, steps));
     std::vector<double> ratios, step_times, sums;
     for (std::size_t s = 0; s < m.step_seconds.size(); ++s) {
       double sum = 0;
       for (auto const& span : m.spans[s])
-        sum += span.end_s - span.start_s;
+        sum += span.end - span.start;
       ratios.push_back(m.step_seconds[s] / sum);
       step_times.push_back(m.step_seconds[s]);
       sums.push_back(sum);

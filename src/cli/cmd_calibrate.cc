@@ -105,7 +105,8 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
     auto executor = runtime::Executor::create(w.graph, std::move(*program), registry, devices);
     if (!executor) return report(executor.error());
     executors.push_back(std::move(*executor));
-    auto m = runtime::measure_steps(executors.back(), *kernels, cmd.steps);
+    runtime::InProcessBackend backend;
+    auto m = runtime::measure_steps(executors.back(), *kernels, backend, cmd.steps);
     if (!m) return report(m.error().with_context("running " + w.label));
     measured.push_back(std::move(*m));
   }

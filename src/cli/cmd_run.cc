@@ -13,6 +13,7 @@
 #include "ops/split_report.h"
 #include "report/plan_report.h"
 #include "runtime/check.h"
+#include "runtime/comm_backend.h"
 #include "runtime/kernels/kernel.h"
 #include "sim/predict.h"
 #include "support/file_io.h"
@@ -142,6 +143,8 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   config.steps = cmd.steps;
   config.seed = cmd.seed;
   config.exec.kernels = kernels.get();
+  runtime::InProcessBackend backend;
+  config.exec.backend = &backend;
   config.exec.fail_op = cmd.fail_op;
   if (cmd.check) config.exec.capture = runtime::checked_tensors(model.training, cmd.training.loss);
   auto run = runtime::run_training(*executor, config);
@@ -154,11 +157,8 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
     out.check = std::move(*check);
   }
   if (!cmd.trace.empty()) {
-    std::vector<sim::TaskSpan> spans;
-    for (auto const& s : out.run.steps.back().spans)
-      spans.push_back({s.start_s, s.end_s});
-    auto timeline = report::measured_timeline(model.training, executor->program(), std::move(spans),
-                                              "in-process member tasks");
+    auto timeline = report::measured_timeline(model.training, executor->program(),
+                                              out.run.steps.back().spans, "in-process backend");
     auto st = write_file_atomic(
         cmd.trace, report::chrome_trace(model.training, executor->program(), timeline));
     if (!st) return report(st.error());

@@ -85,7 +85,7 @@ struct PlanCommand {
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd);
 
 struct SimulateCommand {
-  std::string plan;     // a cleave.plan/1 file; its model and cluster are rebuilt from it
+  std::string plan;     // a cleave.plan/2 file; its model and cluster are rebuilt from it
   std::string trace;    // empty: no trace
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
   TrainingFlags training;
@@ -105,7 +105,7 @@ struct CompareCommand {
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
 
 struct RunCommand {
-  std::string plan;         // a cleave.plan/1 file; its model and cluster are rebuilt from it
+  std::string plan;         // a cleave.plan/2 file; its model and cluster are rebuilt from it
   int steps = 1;            // training steps
   std::uint64_t seed = 0;   // of the synthetic data
   bool check = false;       // compare with the unpartitioned graph on one device

@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
                    "a preset NAME[:key=value,...] (`cleave clusters`) or a cleave.cluster/1 file")
       ->required();
   plan->add_option("--algo", plan_cmd.algo, "an algorithm (below; default data-parallel)");
-  plan->add_option("-o,--output", plan_cmd.output, "write the plan (cleave.plan/1)");
+  plan->add_option("-o,--output", plan_cmd.output, "write the plan (cleave.plan/2)");
   plan->add_option("--seed", plan_cmd.seed, "seed of randomised algorithms");
   plan->add_flag("--json", plan_cmd.json, "print cleave.compare/1 JSON");
   plan->add_option("--profile", plan_cmd.profile, profile_help);
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   cli::SimulateCommand simulate_cmd;
   auto* simulate = app.add_subcommand(
       "simulate", "predict a saved plan (its model and cluster are rebuilt from it)");
-  simulate->add_option("plan", simulate_cmd.plan, "a cleave.plan/1 file")->required();
+  simulate->add_option("plan", simulate_cmd.plan, "a cleave.plan/2 file")->required();
   simulate->add_option("--trace", simulate_cmd.trace,
                        "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
   simulate->add_flag("--json", simulate_cmd.json, "print cleave.compare/1 JSON");
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand(
       "run", "run training steps of a saved plan on this machine's CPU, one worker per device "
              "(its model and cluster are rebuilt from it)");
-  run->add_option("plan", run_cmd.plan, "a cleave.plan/1 file")->required();
+  run->add_option("plan", run_cmd.plan, "a cleave.plan/2 file")->required();
   run->add_option("--steps", run_cmd.steps, "training steps (default 1)")
       ->check(CLI::PositiveNumber);
   run->add_option("--seed", run_cmd.seed, "seed of the synthetic data (default 0)");
@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
   calibrate->add_option("-o,--output", calibrate_cmd.output,
                         "profile file to write (default cleave-profile.json)");
   calibrate->add_option("--plan", calibrate_cmd.plans,
-                        "plans (cleave.plan/1) whose pieces to measure; repeatable (default: "
+                        "plans (cleave.plan/2) whose pieces to measure; repeatable (default: "
                         "data-parallel plans of small mlp, gpt and resnet models)");
   calibrate->add_option("--steps", calibrate_cmd.steps,
                         "measured steps per plan after a warm-up step (default 3)")

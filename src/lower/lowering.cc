@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "lower/schedule.h"
 #include "support/assert.h"
 
 namespace cleave::lower {
@@ -65,12 +66,12 @@ struct Read {
   std::vector<std::vector<Ref>> pieces;
 };
 
-// A tensor has two parts, one per pass of its readers. Under the plan's FetchPolicy::per_pass
-// (plan.h; under `shared` every read is in the early part) its late part holds what backward and
-// optimizer ops (op.forward valid) read of a tensor that the forward pass made or that was held
-// before the step (a forward activation, a weight); its early part everything else. Fetches are
-// shared among the readers of one part only: the backward pass fetches again what the forward
-// pass fetched, as each op's input conversion is its own communication in Tofu and ZeRO-3
+// A tensor has two parts, one per pass of its readers. Under FetchPolicy::per_pass (the tensor's
+// policy, plan::fetch_policy; under `shared` every read is in the early part) its late part holds
+// what backward and optimizer ops (op.forward valid) read of a tensor that the forward pass made or
+// that was held before the step (a forward activation, a weight); its early part everything else.
+// Fetches are shared among the readers of one part only: the backward pass fetches again what the
+// forward pass fetched, as each op's input conversion is its own communication in Tofu and ZeRO-3
 // re-gathers weights for the backward pass, instead of keeping the forward copy alive for the
 // whole step (a block lives until its last reader ends, lifetime.h; issue 5). The late part's
 // transfers also wait for the gate: the tasks that wrote the output of the op that produces its
@@ -106,6 +107,10 @@ struct Replaced {
   std::vector<std::pair<ir::TensorId, std::vector<Held>>> layouts;
   std::vector<std::pair<std::uint32_t, TensorPart>> tensor_parts;  // by part id
   std::vector<bool> rebuilt;
+  // The plan's schedule, which a reconfigure drops (the program is then assembled anew).
+  bool scheduled = false;
+  std::vector<std::vector<plan::PieceRef>> order;
+  std::vector<plan::Swap> swaps;
 };
 
 struct Lowering::State {
@@ -116,6 +121,8 @@ struct Lowering::State {
   std::vector<std::vector<tdl::PieceInfo>> pieces;  // per op
   std::vector<std::vector<Held>> layout;            // per tensor
   std::vector<bool> from_readers;  // sources delivered where they are read (inputs)
+  // Per tensor: its fetch policy (plan::fetch_policy), set by build().
+  std::vector<plan::FetchPolicy> fetch;
   std::vector<std::optional<ir::TensorId>> places;  // per op: the source its update places
   std::vector<Part> op_parts;
   std::vector<TensorPart> tensor_parts;  // early parts by tensor id, then late parts
@@ -153,7 +160,7 @@ struct Lowering::State {
   // Which part of t op c's read belongs to (see Pass). Inputs are delivered where they are read
   // and have one part.
   Pass pass_of(ir::TensorId t, ir::OpId c) const {
-    if (plan.fetch == plan::FetchPolicy::shared) return early_pass;
+    if (fetch[t.value()] == plan::FetchPolicy::shared) return early_pass;
     if (from_readers[t.value()] || !graph.op(c).forward.valid()) return early_pass;
     ir::OpId producer = graph.producer(t);
     return producer.valid() && graph.op(producer).forward.valid() ? early_pass : late_pass;
@@ -187,6 +194,9 @@ struct Lowering::State {
   }
 
   Status build() {
+    fetch.assign(graph.num_tensors(), plan.fetch);
+    for (auto const& f : plan.tensor_fetch)
+      fetch[f.tensor.value()] = f.policy;
     for (auto const& t : graph.tensors()) {
       if (graph.producer(t.id).valid()) continue;
       if (auto update = update_of(t.id))
@@ -686,6 +696,7 @@ Expected<Lowering> Lowering::create(ir::Graph const& graph, plan::Plan plan,
   CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
   auto state = std::make_unique<State>(graph, std::move(plan), registry);
   CLEAVE_CHECK_OK(state->build());
+  CLEAVE_CHECK_OK(apply_schedule(graph, state->plan, state->program));
   return Lowering(std::move(state));
 }
 
@@ -701,7 +712,9 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   r.valid = true;
   r.op = id;
   r.config = std::exchange(s.plan.ops[id.value()], std::move(config));
-  s.plan.order.clear();
+  r.scheduled = !s.plan.order.empty();
+  r.order = std::exchange(s.plan.order, {});
+  r.swaps = std::exchange(s.plan.swaps, {});
   r.pieces = std::exchange(s.pieces[id.value()], std::move(infos));
   ir::Op const& op = s.graph.op(id);
   r.layouts.clear();
@@ -726,7 +739,15 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
     }
     s.build_tensor_part(t);
   }
-  s.assemble(&r.rebuilt);
+  if (!r.scheduled) {
+    s.assemble(&r.rebuilt);
+    return Status::ok();
+  }
+  // The program had the schedule's edges and swap tasks, which the parts do not know: it is
+  // assembled anew, and no task keeps its old id.
+  s.program.ordering.clear();
+  s.assemble(nullptr);
+  s.previous.assign(s.program.tasks.size(), std::nullopt);
   return Status::ok();
 }
 
@@ -742,7 +763,18 @@ void Lowering::undo() {
     std::swap(s.layout[t.value()], held);
   for (auto& [id, part] : r.tensor_parts)
     std::swap(s.tensor_parts[id - s.num_ops], part);
-  s.assemble(&r.rebuilt);
+  if (!r.scheduled) {
+    s.assemble(&r.rebuilt);
+    return;
+  }
+  // The schedule the reconfigure dropped comes back with the program it applied to.
+  s.plan.order = std::move(r.order);
+  s.plan.swaps = std::move(r.swaps);
+  s.program.ordering.clear();
+  s.assemble(nullptr);
+  Status applied = apply_schedule(s.graph, s.plan, s.program);
+  CLEAVE_ASSERT(applied.is_ok(), "the schedule applied before the reconfigure applies again");
+  s.previous.assign(s.program.tasks.size(), std::nullopt);
 }
 
 Program const& Lowering::program() const {

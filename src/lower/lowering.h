@@ -34,17 +34,20 @@ class Lowering {
   // Gives `op` a new configuration and rebuilds the parts it touches: the op's own part, the parts
   // of the tensors it reads and writes, when the op is the update that places a weight or
   // optimizer state that tensor's parts, and the late parts whose transfers wait for its output.
-  // Per-device orders of the plan are dropped (they list the old pieces; the lowering does not use
-  // them). On error nothing changes.
+  // The plan's per-device orders and swaps are dropped (they name the old pieces), so the first
+  // reconfigure of a plan that had them re-lowers and renumbers every task (previous_ids all
+  // nullopt). On error nothing changes.
   Status reconfigure(ir::OpId op, plan::OpConfig config);
 
   // Restores the plan and program before the last reconfigure() from the part data it kept (the
-  // parts are swapped back and the program reassembled; nothing is lowered again). Once per
-  // reconfigure(); undoing twice, or before any, is a bug. previous_ids() then maps the restored
-  // program to the one undone.
+  // parts are swapped back and the program reassembled; nothing is lowered again), the schedule it
+  // dropped included (then re-applied, and previous_ids() all nullopt). Once per reconfigure();
+  // undoing twice, or before any, is a bug. previous_ids() then maps the restored program to the
+  // one undone.
   void undo();
 
-  // The program of the current plan, identical to lower(graph, plan()).
+  // The program of the current plan, identical to lower(graph, plan()): with the plan's schedule
+  // applied (schedule.h).
   Program const& program() const;
   plan::Plan const& plan() const;
 

@@ -2,13 +2,15 @@
 // simulator and the runtime consume. Compute tasks run pieces; transfer tasks move the regions a
 // piece reads from where they are held; reduce tasks combine partial results; swap tasks copy a
 // region between a device and its node's host. Collectives group transfers and reduce tasks into
-// what they amount to (all-gather, reduce-scatter, all-reduce), so that the simulator can price
-// them by algorithm while an executor still runs the member tasks one by one.
+// what they amount to (all-gather, reduce-scatter, all-reduce), so that the simulator prices each
+// by its algorithm and the runtime runs each as one call of its communication backend per member
+// device.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "cost/collective.h"
 #include "plan/plan.h"
 #include "support/units.h"
 
@@ -39,7 +41,15 @@ struct Task {
   CollectiveId collective = no_collective;  // the collective this task is a member of, if any
 };
 
-enum class CollectiveKind : std::uint8_t { all_gather, reduce_scatter, all_reduce };
+// The cost model's kinds: what a collective amounts to is what it is priced as.
+using cost::CollectiveKind;
+
+// When a task ran, in seconds from the step's start: simulated (sim::simulate) or measured (the
+// runtime's executor), so that the two traces compare task by task.
+struct TaskSpan {
+  double start = 0;
+  double end = 0;
+};
 
 // What a group of member tasks amounts to. An all-gather's members are transfers (each device of
 // the group receives every other member's whole block); a reduce-scatter's are the partial
@@ -63,11 +73,22 @@ struct InitialBlock {
   int device = 0;
 };
 
+// An ordering-only dependency: `task` starts only after `after` has ended, but does not read its
+// output, so it does not keep that output alive (lifetime.h reads only Task::deps). The plan's
+// per-device orders and swap points become such edges (schedule.h). Unlike a task's deps, `after`
+// may come later in the task list than `task`.
+struct OrderEdge {
+  TaskId task = 0;
+  TaskId after = 0;
+  bool operator==(OrderEdge const&) const = default;
+};
+
 struct Program {
   int num_devices = 1;
   std::vector<InitialBlock> initial;
-  std::vector<Task> tasks;  // in a topological order
+  std::vector<Task> tasks;  // in a topological order of their deps (not of `ordering`)
   std::vector<Collective> collectives;
+  std::vector<OrderEdge> ordering;  // empty where the plan has no order
 };
 
 // A total order on tasks by what they are, not where they sit in the list; the simulator breaks

@@ -1,6 +1,7 @@
 #include "lower/reference_run.h"
 
 #include <algorithm>
+#include <queue>
 
 #include "support/assert.h"
 
@@ -53,7 +54,7 @@ class Runner {
       held_[static_cast<std::size_t>(b.device)].push_back(
           {b.tensor, tdl::extract(it->second, b.region)});
     }
-    for (TaskId id = 0; id < program_.tasks.size(); ++id) {
+    for (TaskId id : run_order()) {
       Task const& task = program_.tasks[id];
       Status st = task.kind == TaskKind::compute    ? compute(id, task)
                   : task.kind == TaskKind::transfer ? move(id, task)
@@ -66,6 +67,43 @@ class Runner {
   }
 
  private:
+  // The task list's order where it has no ordering edges; else the first task in it whose
+  // dependencies and ordering edges are done, each time (a swap-out must wait for the readers the
+  // device's order runs before it).
+  std::vector<TaskId> run_order() const {
+    auto const& tasks = program_.tasks;
+    std::vector<TaskId> order(tasks.size());
+    if (program_.ordering.empty()) {
+      for (TaskId i = 0; i < tasks.size(); ++i)
+        order[i] = i;
+      return order;
+    }
+    std::vector<std::vector<TaskId>> dependents(tasks.size());
+    std::vector<std::size_t> waiting(tasks.size(), 0);
+    for (TaskId i = 0; i < tasks.size(); ++i)
+      for (TaskId d : tasks[i].deps) {
+        dependents[d].push_back(i);
+        ++waiting[i];
+      }
+    for (auto const& e : program_.ordering) {
+      dependents[e.after].push_back(e.task);
+      ++waiting[e.task];
+    }
+    std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;
+    for (TaskId i = 0; i < tasks.size(); ++i)
+      if (waiting[i] == 0) ready.push(i);
+    order.clear();
+    while (!ready.empty()) {
+      TaskId id = ready.top();
+      ready.pop();
+      order.push_back(id);
+      for (TaskId u : dependents[id])
+        if (--waiting[u] == 0) ready.push(u);
+    }
+    CLEAVE_ASSERT(order.size() == tasks.size(), "the program's dependencies form a cycle");
+    return order;
+  }
+
   std::vector<Block>& on(int device) { return held_[static_cast<std::size_t>(device)]; }
 
   // The whole-valued region of tensor t on device d, from the blocks the device holds.

@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include <algorithm>
+
 #include "ir/graph_json.h"
 
 namespace cleave::plan {
@@ -29,11 +31,85 @@ Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry)
   return p;
 }
 
+FetchPolicy fetch_policy(Plan const& plan, ir::TensorId t) {
+  for (auto const& f : plan.tensor_fetch)
+    if (f.tensor == t) return f.policy;
+  return plan.fetch;
+}
+
 namespace {
 
 Error plan_error(ir::Op const& op, std::string const& message) {
   return Error(ErrorCode::invalid_argument,
                "plan for op '" + op.name + "' (" + op.type + "): " + message);
+}
+
+std::string piece_text(ir::Graph const& graph, PieceRef r) {
+  return "op '" + graph.op(ir::OpId(r.op)).name + "' piece " + std::to_string(r.piece);
+}
+
+Status validate_tensor_fetch(Plan const& plan, ir::Graph const& graph) {
+  std::vector<bool> seen(graph.num_tensors(), false);
+  for (auto const& f : plan.tensor_fetch) {
+    if (f.tensor.value() >= graph.num_tensors())
+      return Error(ErrorCode::invalid_argument,
+                   "the plan sets the fetch policy of tensor " + std::to_string(f.tensor.value()) +
+                       ", which the graph does not have (it has " +
+                       std::to_string(graph.num_tensors()) + " tensors)");
+    if (seen[f.tensor.value()])
+      return Error(ErrorCode::invalid_argument, "the plan sets the fetch policy of tensor '" +
+                                                    graph.tensor(f.tensor).name + "' twice");
+    seen[f.tensor.value()] = true;
+  }
+  return Status::ok();
+}
+
+// Checks a swap against the graph and the (validated) orders.
+Status validate_swap(Plan const& plan, ir::Graph const& graph, Swap const& swap) {
+  auto fail = [&](std::string const& why) {
+    std::string name = swap.tensor.value() < graph.num_tensors()
+                           ? "'" + graph.tensor(swap.tensor).name + "'"
+                           : std::to_string(swap.tensor.value());
+    return Error(ErrorCode::invalid_argument, "the swap of tensor " + name + " " +
+                                                  tdl::box_to_string(swap.region) + " on device " +
+                                                  std::to_string(swap.device) + ": " + why);
+  };
+  if (swap.tensor.value() >= graph.num_tensors()) return fail("the graph has no such tensor");
+  auto const& shape = graph.tensor(swap.tensor).type.shape;
+  bool inside = swap.region.size() == shape.size();
+  for (std::size_t d = 0; inside && d < shape.size(); ++d)
+    inside = swap.region[d].lo >= 0 && swap.region[d].lo < swap.region[d].hi &&
+             swap.region[d].hi <= shape[d];
+  if (!inside) return fail("the region is not a non-empty box inside the tensor's shape");
+  if (swap.device < 0 || swap.device >= plan.num_devices)
+    return fail("the plan has no such device");
+  auto const& order = plan.order[static_cast<std::size_t>(swap.device)];
+  auto position = [&](PieceRef r) -> std::optional<std::size_t> {
+    auto it = std::find(order.begin(), order.end(), r);
+    if (it == order.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - order.begin());
+  };
+  auto out = position(swap.out_after);
+  auto in = position(swap.in_before);
+  if (!out)
+    return fail("it swaps out after op " + std::to_string(swap.out_after.op) + " piece " +
+                std::to_string(swap.out_after.piece) + ", not a piece of that device");
+  if (!in)
+    return fail("it swaps in before op " + std::to_string(swap.in_before.op) + " piece " +
+                std::to_string(swap.in_before.piece) + ", not a piece of that device");
+  if (*in <= *out)
+    return fail("it swaps in before " + piece_text(graph, swap.in_before) +
+                ", which the device's order runs before swapping out after " +
+                piece_text(graph, swap.out_after));
+  if (swap.in_after) {
+    auto issue = position(*swap.in_after);
+    if (!issue || *issue < *out || *issue >= *in)
+      return fail("it issues the swap-in after op " + std::to_string(swap.in_after->op) +
+                  " piece " + std::to_string(swap.in_after->piece) +
+                  ", which is not a piece of the device from the swap-out's piece on and before " +
+                  piece_text(graph, swap.in_before));
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -86,7 +162,13 @@ Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const&
     CLEAVE_CHECK_OK(validate_op(c, op, *bound, plan.num_devices));
     pieces[op.id.value()] = static_cast<std::int64_t>(c.devices.size());
   }
-  if (plan.order.empty()) return Status::ok();
+  CLEAVE_CHECK_OK(validate_tensor_fetch(plan, graph));
+  if (plan.order.empty()) {
+    if (plan.swaps.empty()) return Status::ok();
+    return Error(ErrorCode::invalid_argument,
+                 "the plan swaps regions but orders no device: a swap's points are pieces of its "
+                 "device's order");
+  }
   if (plan.order.size() != static_cast<std::size_t>(plan.num_devices))
     return Error(ErrorCode::invalid_argument,
                  "the plan orders " + std::to_string(plan.order.size()) + " devices, it has " +
@@ -115,6 +197,8 @@ Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const&
     return Error(ErrorCode::invalid_argument, "the per-device orders list " +
                                                   std::to_string(listed) + " of the plan's " +
                                                   std::to_string(total) + " pieces");
+  for (auto const& swap : plan.swaps)
+    CLEAVE_CHECK_OK(validate_swap(plan, graph, swap));
   return Status::ok();
 }
 

@@ -1,6 +1,8 @@
 // The Plan: how a graph is computed (DESIGN.md "what vs. how"). Per op, a partition of its TDL
 // iteration space (a degree per dimension: the pieces are the cells of that grid) and a device per
-// piece; per device, optionally, the order of its pieces; and what the plan was made for and by.
+// piece; per device, optionally, the order of its pieces and the regions it swaps to its host and
+// back; per tensor, optionally, how its fetched copies are shared; and what the plan was made for
+// and by.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,31 @@ struct SearchCourse {
   std::vector<std::pair<double, double>> best;  // (elapsed s, best step time s), improving
 };
 
+// A tensor whose fetch policy is not the plan's.
+struct TensorFetch {
+  ir::TensorId tensor;
+  FetchPolicy policy = FetchPolicy::shared;
+  bool operator==(TensorFetch const&) const = default;
+};
+
+// A region that a device copies to its node's host once it is no longer needed and back before it
+// is needed again (SwapAdvisor, PAPERS.md): the swap-out runs once piece `out_after` of the device
+// has ended and frees the region there; the swap-in runs once piece `in_after` has ended (default:
+// the piece before `in_before` in the device's order, so that the copy overlaps that piece) and
+// `in_before` does not start before it. The region is one block the device holds: the whole output
+// of one of its pieces or of a reduce task combining partial results there (lower/schedule.h).
+// The device's pieces up to `out_after` read the block, those from `in_before` on read the copy
+// swapped in; none between them may read it, and no other device may. Needs the device's order.
+struct Swap {
+  ir::TensorId tensor;
+  tdl::Box region;
+  int device = 0;
+  PieceRef out_after;
+  PieceRef in_before;
+  std::optional<PieceRef> in_after;
+  bool operator==(Swap const&) const = default;
+};
+
 struct Provenance {
   std::string algorithm;  // "single", "data-parallel", "tofu", ...
   std::string config;     // what the algorithm found, as text (e.g. "ways=4,2 comm_bytes=...")
@@ -71,11 +98,18 @@ struct Plan {
   std::string cluster_fingerprint;
   std::string model;  // the model spec or graph file it was made for
   int num_devices = 1;
-  std::vector<OpConfig> ops;                 // indexed by op id
-  std::vector<std::vector<PieceRef>> order;  // per device; empty: topological order
+  std::vector<OpConfig> ops;  // indexed by op id
+  // Per device, the order in which it runs its compute pieces; empty: the policy of the
+  // simulator and the runtime (first ready first, ties by lower::canonical_less).
+  std::vector<std::vector<PieceRef>> order;
+  std::vector<Swap> swaps;  // need `order`
   FetchPolicy fetch = FetchPolicy::shared;
+  std::vector<TensorFetch> tensor_fetch;  // overrides `fetch` per tensor; one entry per tensor
   Provenance provenance;
 };
+
+// The fetch policy of tensor t: its entry in tensor_fetch, else the plan's.
+FetchPolicy fetch_policy(Plan const& plan, ir::TensorId t);
 
 // The pieces of an op under a configuration, in piece order: the cells of the degree grid.
 std::vector<tdl::Box> piece_boxes(tdl::BoundOp const& op, OpConfig const& config);
@@ -85,8 +119,12 @@ Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry)
 
 // Checks a plan against a graph: fingerprint, one config per op, one degree per iteration
 // dimension, degrees within [1, extent], only splittable dimensions split (the error names the op,
-// the dimension and why it cannot be split), a device in range for every piece, and, if given,
-// per-device orders that list every piece exactly once on its own device.
+// the dimension and why it cannot be split), a device in range for every piece, if given,
+// per-device orders that list every piece exactly once on its own device, per-tensor fetch
+// policies of tensors of the graph (one each), and swaps of a region inside their tensor, on a
+// device with an order that lists `out_after` before `in_before` (and `in_after`, if given, at or
+// after `out_after` and before `in_before`). Whether a swap's region is a block its device holds,
+// and whether an order agrees with the data dependencies, the lowering checks (it knows both).
 Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry);
 // The per-op part of `validate`: degrees and devices of one op's configuration.
 Status validate_op(OpConfig const& config, ir::Op const& op, tdl::BoundOp const& bound,

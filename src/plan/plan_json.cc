@@ -65,6 +65,40 @@ Provenance provenance_from_json(json const& prov) {
   return out;
 }
 
+char const* fetch_name(FetchPolicy f) {
+  return f == FetchPolicy::per_pass ? "per-pass" : "shared";
+}
+
+Expected<FetchPolicy> fetch_from(json const& j, std::string const& where) {
+  auto fetch = j.get<std::string>();
+  if (fetch != "shared" && fetch != "per-pass")
+    return Error(ErrorCode::parse_error, "malformed plan: " + where + " is \"" + fetch +
+                                             "\"; it must be \"shared\" or \"per-pass\"");
+  return fetch == "per-pass" ? FetchPolicy::per_pass : FetchPolicy::shared;
+}
+
+json piece_json(PieceRef r) {
+  return json::array({r.op, r.piece});
+}
+
+PieceRef piece_from(json const& j) {
+  return {j.at(0).get<std::uint32_t>(), j.at(1).get<std::uint32_t>()};
+}
+
+json box_json(tdl::Box const& b) {
+  auto out = json::array();
+  for (auto const& i : b)
+    out.push_back({i.lo, i.hi});
+  return out;
+}
+
+tdl::Box box_from(json const& j) {
+  tdl::Box b;
+  for (auto const& i : j)
+    b.push_back({i.at(0).get<std::int64_t>(), i.at(1).get<std::int64_t>()});
+  return b;
+}
+
 }  // namespace
 
 std::string plan_to_json(Plan const& plan) {
@@ -75,7 +109,11 @@ std::string plan_to_json(Plan const& plan) {
   j["cluster_fingerprint"] = plan.cluster_fingerprint;
   j["model"] = plan.model;
   j["devices"] = plan.num_devices;
-  j["fetch"] = plan.fetch == FetchPolicy::per_pass ? "per-pass" : "shared";
+  j["fetch"] = fetch_name(plan.fetch);
+  auto tensor_fetch = json::array();
+  for (auto const& f : plan.tensor_fetch)
+    tensor_fetch.push_back({f.tensor.value(), fetch_name(f.policy)});
+  j["tensor_fetch"] = std::move(tensor_fetch);
   j["provenance"] = provenance_to_json(plan.provenance);
   auto ops = json::array();
   for (auto const& c : plan.ops)
@@ -85,10 +123,21 @@ std::string plan_to_json(Plan const& plan) {
   for (auto const& dev : plan.order) {
     auto list = json::array();
     for (auto const& r : dev)
-      list.push_back({r.op, r.piece});
+      list.push_back(piece_json(r));
     order.push_back(std::move(list));
   }
   j["order"] = std::move(order);
+  auto swaps = json::array();
+  for (auto const& s : plan.swaps) {
+    json swap = {{"tensor", s.tensor.value()},
+                 {"region", box_json(s.region)},
+                 {"device", s.device},
+                 {"out_after", piece_json(s.out_after)},
+                 {"in_before", piece_json(s.in_before)}};
+    if (s.in_after) swap["in_after"] = piece_json(*s.in_after);
+    swaps.push_back(std::move(swap));
+  }
+  j["swaps"] = std::move(swaps);
   return j.dump() + "\n";
 }
 
@@ -96,9 +145,11 @@ Expected<Plan> plan_from_json(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
     return Error(ErrorCode::parse_error, "a plan file is not valid JSON (it may be truncated)");
-  if (!j.is_object() || !j.contains("format") || j["format"] != plan_format)
+  if (!j.is_object() || !j.contains("format") ||
+      (j["format"] != plan_format && j["format"] != plan_format_v1))
     return Error(ErrorCode::parse_error, std::string("not a plan: expected \"format\": \"") +
-                                             std::string(plan_format) + "\"");
+                                             std::string(plan_format) + "\" (or \"" +
+                                             std::string(plan_format_v1) + "\")");
   // Structure errors come out of nlohmann as exceptions; they end here, at the boundary.
   try {
     Plan p;
@@ -109,20 +160,33 @@ Expected<Plan> plan_from_json(std::string_view text) {
     p.model = j.at("model").get<std::string>();
     p.num_devices = j.at("devices").get<int>();
     if (j.contains("fetch")) {  // absent in plans that predate it: shared
-      auto fetch = j.at("fetch").get<std::string>();
-      if (fetch != "shared" && fetch != "per-pass")
-        return Error(ErrorCode::parse_error, "malformed plan: \"fetch\" is \"" + fetch +
-                                                 "\"; it must be \"shared\" or \"per-pass\"");
-      p.fetch = fetch == "per-pass" ? FetchPolicy::per_pass : FetchPolicy::shared;
+      CLEAVE_TRY(p.fetch, fetch_from(j.at("fetch"), "\"fetch\""));
     }
     p.provenance = provenance_from_json(j.at("provenance"));
+    // Absent in version 1.
+    if (j.contains("tensor_fetch"))
+      for (auto const& f : j.at("tensor_fetch")) {
+        CLEAVE_TRY(auto policy, fetch_from(f.at(1), "a \"tensor_fetch\" policy"));
+        p.tensor_fetch.push_back({ir::TensorId(f.at(0).get<std::uint32_t>()), policy});
+      }
+    if (j.contains("swaps"))
+      for (auto const& s : j.at("swaps")) {
+        Swap swap{ir::TensorId(s.at("tensor").get<std::uint32_t>()),
+                  box_from(s.at("region")),
+                  s.at("device").get<int>(),
+                  piece_from(s.at("out_after")),
+                  piece_from(s.at("in_before")),
+                  std::nullopt};
+        if (s.contains("in_after")) swap.in_after = piece_from(s.at("in_after"));
+        p.swaps.push_back(std::move(swap));
+      }
     for (auto const& c : j.at("ops"))
       p.ops.push_back({c.at("degrees").get<std::vector<std::int64_t>>(),
                        c.at("devices").get<std::vector<int>>()});
     for (auto const& dev : j.at("order")) {
       std::vector<PieceRef> list;
       for (auto const& r : dev)
-        list.push_back({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
+        list.push_back(piece_from(r));
       p.order.push_back(std::move(list));
     }
     return p;

@@ -1,4 +1,5 @@
-// The versioned JSON form of a plan, "cleave.plan/1" (docs/formats.md).
+// The versioned JSON form of a plan, "cleave.plan/2" (docs/formats.md). Plans are written in
+// version 2; version 1 files (no swaps, no per-tensor fetch policies) still load.
 #pragma once
 
 #include <string>
@@ -8,7 +9,8 @@
 
 namespace cleave::plan {
 
-inline constexpr std::string_view plan_format = "cleave.plan/1";
+inline constexpr std::string_view plan_format = "cleave.plan/2";
+inline constexpr std::string_view plan_format_v1 = "cleave.plan/1";
 
 std::string plan_to_json(Plan const& plan);
 // Syntax and structure only; validate() checks the plan against a graph.

@@ -160,10 +160,8 @@ Timeline measured_timeline(ir::Graph const& graph, lower::Program const& program
   Timeline t;
   t.tasks = std::move(tasks);
   for (auto const& col : program.collectives) {
-    char const* kind = col.kind == lower::CollectiveKind::all_gather       ? "all-gather"
-                       : col.kind == lower::CollectiveKind::reduce_scatter ? "reduce-scatter"
-                                                                           : "all-reduce";
-    Timeline::CollectiveSpan span{std::string(kind) + " " + graph.tensor(col.tensor).name,
+    Timeline::CollectiveSpan span{std::string(cost::collective_kind_name(col.kind)) + " " +
+                                      graph.tensor(col.tensor).name,
                                   algorithm, col.bytes.value(), 0, 0};
     bool first = true;
     for (auto m : col.members) {

@@ -30,11 +30,6 @@ void Arena::release(Bytes size) {
   in_use_ -= size.value();
 }
 
-Bytes Arena::in_use() const {
-  std::lock_guard lock(mutex_);
-  return Bytes(in_use_);
-}
-
 Bytes Arena::peak() const {
   std::lock_guard lock(mutex_);
   return Bytes(peak_);

@@ -23,7 +23,6 @@ class Arena {
   Status allocate(Bytes size, std::string const& what);
   void release(Bytes size);
 
-  Bytes in_use() const;
   Bytes peak() const;
   Bytes capacity() const { return capacity_; }
   std::string const& device() const { return device_; }

@@ -122,10 +122,11 @@ std::string calibrated_cluster_spec(MachineRates const& rates, int devices) {
 }
 
 Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry const& kernels,
-                                      int steps) {
+                                      CommBackend& backend, int steps) {
   TrainingConfig config;
   config.steps = steps + warmup_steps;
   config.exec.kernels = &kernels;
+  config.exec.backend = &backend;
   CLEAVE_TRY(TrainingRun run, run_training(executor, config));
   MeasuredSteps m;
   m.graph = &executor.graph();
@@ -148,16 +149,17 @@ void fit_transfers(MachineRates& rates, std::vector<MeasuredSteps> const& measur
         auto const& t = tasks[i];
         auto& free = device_free[static_cast<std::size_t>(t.device)];
         double previous_end = free;
-        free = spans[i].end_s;
-        if (t.kind != lower::TaskKind::transfer) continue;
-        double seconds = spans[i].end_s - spans[i].start_s;
+        free = spans[i].end;
+        // A collective's members share their device's part in it: not one copy each.
+        if (t.kind != lower::TaskKind::transfer || t.collective != lower::no_collective) continue;
+        double seconds = spans[i].end - spans[i].start;
         double bytes = static_cast<double>(t.bytes.value());
         if (bytes < 64 * 1024) small.push_back(seconds);
         if (bytes >= 1024 * 1024) large.push_back({bytes, seconds});
         double source = 0;
         for (auto d : t.deps)
-          source = std::max(source, spans[d].end_s);
-        if (previous_end < source) handoff.push_back(spans[i].start_s - source);
+          source = std::max(source, spans[d].end);
+        if (previous_end < source) handoff.push_back(spans[i].start - source);
       }
     }
   }
@@ -178,6 +180,7 @@ Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> co
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       auto const& t = tasks[i];
       if (t.kind != lower::TaskKind::compute && t.kind != lower::TaskKind::reduce) continue;
+      if (t.collective != lower::no_collective) continue;  // timed as its device's whole part
       auto const& op = m.graph->op(t.op);
       cost::ProfileKey key;
       key.dtype = m.graph->tensor(t.tensor).type.dtype;
@@ -197,7 +200,7 @@ Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> co
       auto& [seconds, flops] = pieces[key];
       flops = t.flops.value();
       for (auto const& step : m.spans)
-        seconds.push_back(step.at(i).end_s - step.at(i).start_s);
+        seconds.push_back(step.at(i).end - step.at(i).start);
     }
   }
   std::map<std::string, std::vector<double>> efficiencies;  // by op type

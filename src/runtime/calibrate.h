@@ -13,6 +13,7 @@
 #include "cost/profile_table.h"
 #include "lower/program.h"
 #include "ops/op_registry.h"
+#include "runtime/comm_backend.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernel.h"
 #include "support/units.h"
@@ -52,25 +53,28 @@ struct MeasuredSteps {
   std::vector<double> step_seconds;          // per step
 };
 
-// Refines the copy bandwidth and measures the hop latency from the transfers of measured steps,
-// as the runtime does them (the destination's worker copies the region once its source is
-// written): the latency is half of (the median duration of small transfers, under 64 KiB, plus
-// the median hand-off: how long after its source was written a transfer started on a worker
-// that was waiting for it); the bandwidth is the median of bytes / (duration - copy latency)
-// over transfers of 1 MiB or more. What is not measured (no such transfers) keeps its value.
+// Refines the copy bandwidth and measures the hop latency from the point-to-point transfers of
+// measured steps, as the runtime does them (the source's worker hands the region over once it is
+// written, the destination's worker copies it in: a transfer's span is its receive's): the
+// latency is half of (the median duration of small transfers, under 64 KiB, plus the median
+// hand-off: how long after its source was written a transfer's receive started on a worker that
+// was waiting for it); the bandwidth is the median of bytes / (duration - copy latency) over
+// transfers of 1 MiB or more. Collectives' members are left out (their spans are their device's
+// whole part in the collective). What is not measured (no such transfers) keeps its value.
 void fit_transfers(MachineRates& rates, std::vector<MeasuredSteps> const& measured);
 
 // Runs warmup_steps + steps training steps of the executor's program with `kernels` (the first
 // ones warm the kernels up: primitive creation, the conv kernels' timed layout choice; they are
-// not kept) and records every task's duration and each step's time.
+// not kept) and records every task's duration and each step's time; the workers exchange data
+// through `backend`.
 constexpr int warmup_steps = 2;
 Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry const& kernels,
-                                      int steps);
+                                      CommBackend& backend, int steps);
 
 // Adds an exact entry per distinct compute and reduce piece of the programs (the median of every
 // measured duration of a piece of that key, over all programs; a key the table holds already
-// keeps its entry), and the device
-// kind's calibration: per op type, the median efficiency flops / (peak * seconds) of its
+// keeps its entry; a collective's reduce members are not timed alone), and the device kind's
+// calibration: per op type, the median efficiency flops / (peak * seconds) of its
 // entries, clamped to (0, 1], and the launch overhead.
 Status add_measurements(cost::ProfileTable& table, std::vector<MeasuredSteps> const& measured,
                         MachineRates const& rates, std::string const& device_kind);

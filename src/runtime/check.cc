@@ -6,6 +6,7 @@
 
 #include "lower/program.h"
 #include "plan/plan.h"
+#include "runtime/comm_backend.h"
 #include "runtime/synthetic_data.h"
 
 namespace cleave::runtime {
@@ -93,6 +94,8 @@ Expected<CheckReport> check_against_reference(ir::Graph const& graph,
   auto tensors = checked_tensors(graph, loss);
   config.exec.capture = tensors;
   config.exec.fail_op.clear();
+  InProcessBackend one_device;  // never called: a one-device program moves nothing
+  config.exec.backend = &one_device;
   CLEAVE_TRY(StepResult ref, reference.run_step(run.last_sources, config.exec));
   return compare(graph, tensors, run.last, ref.values, tolerance);
 }

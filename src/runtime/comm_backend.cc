@@ -1,6 +1,8 @@
 #include "runtime/comm_backend.h"
 
 #include <algorithm>
+#include <numeric>
+#include <thread>
 
 #include "support/assert.h"
 
@@ -13,89 +15,163 @@ std::size_t rank_in(std::vector<int> const& group, int device) {
   return static_cast<std::size_t>(it - group.begin());
 }
 
-float combine(float a, float b, tdl::Reducer r) {
+// out[i] = inputs[0][i] (r) inputs[1][i] (r) ... over [lo, hi), one loop per reducer so that it
+// vectorises.
+void reduce_range(std::vector<float const*> const& inputs, std::size_t lo, std::size_t hi,
+                  float* out, tdl::Reducer r) {
+  std::copy(inputs[0] + lo, inputs[0] + hi, out);
+  auto combine = [&](auto op) {
+    for (std::size_t k = 1; k < inputs.size(); ++k) {
+      float const* x = inputs[k] + lo;
+      for (std::size_t i = 0, n = hi - lo; i < n; ++i)
+        out[i] = op(out[i], x[i]);
+    }
+  };
   switch (r) {
   case tdl::Reducer::max:
-    return std::max(a, b);
+    return combine([](float a, float b) { return std::max(a, b); });
   case tdl::Reducer::min:
-    return std::min(a, b);
+    return combine([](float a, float b) { return std::min(a, b); });
   case tdl::Reducer::prod:
-    return a * b;
+    return combine([](float a, float b) { return a * b; });
   default:
-    return a + b;
+    return combine([](float a, float b) { return a + b; });
   }
+}
+
+// Where the k-th member's share starts: the sum of the counts before it.
+std::size_t offset_of(std::vector<std::size_t> const& counts, std::size_t k) {
+  return std::accumulate(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(k),
+                         std::size_t{0});
+}
+
+Error aborted_error() {
+  return Error(ErrorCode::execution_failed, "the communication backend was aborted");
 }
 
 }  // namespace
 
-Expected<std::vector<float>> InProcessBackend::copy(CopyRequest const& request) {
-  CLEAVE_ASSERT(request.source >= 0 && static_cast<std::size_t>(request.source) < stores_.size(),
-                "a copy from a device that does not exist");
-  BlockStore const& from = *stores_[static_cast<std::size_t>(request.source)];
-  if (request.written != no_task) return from.read_written(request.written, request.region);
-  return from.gather(request.tensor, request.region);
+template <typename Done>
+void InProcessBackend::wait(std::unique_lock<std::mutex>& lock, Done const& done) {
+  auto until = std::chrono::steady_clock::now() + spin_limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return cv_.wait(lock, done);
+    auto seen = events_.load(std::memory_order_acquire);
+    lock.unlock();
+    while (events_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+    lock.lock();
+  }
 }
 
-Expected<std::vector<float>> InProcessBackend::meet(CollectiveCall const& call, Op op,
-                                                    std::span<float const> mine) {
-  std::unique_lock lock(mutex_);
-  if (aborted_) return Error(ErrorCode::execution_failed, "the run was aborted");
-  auto members = call.group.size();
-  Meeting& m = meetings_[call.key];
-  m.inputs.resize(members);
-  m.inputs[rank_in(call.group, call.device)].assign(mine.begin(), mine.end());
-  if (++m.arrived == static_cast<int>(members)) {
-    if (op == Op::all_gather) {
-      for (auto const& in : m.inputs)
-        m.result.insert(m.result.end(), in.begin(), in.end());
-    } else {
-      m.result = m.inputs[0];
-      for (std::size_t k = 1; k < members; ++k) {
-        CLEAVE_ASSERT(m.inputs[k].size() == m.result.size(), "collective buffers differ in size");
-        for (std::size_t i = 0; i < m.result.size(); ++i)
-          m.result[i] = combine(m.result[i], m.inputs[k][i], call.reducer);
-      }
-    }
-    m.ready = true;
-    cv_.notify_all();
-  } else {
-    cv_.wait(lock, [&] { return m.ready || aborted_; });
-    if (!m.ready) return Error(ErrorCode::execution_failed, "the run was aborted");
+void InProcessBackend::notify() {
+  events_.fetch_add(1, std::memory_order_release);
+  cv_.notify_all();
+}
+
+Status InProcessBackend::send(Message const& message, Payload payload) {
+  std::lock_guard lock(mutex_);
+  if (aborted_) return aborted_error();
+  bool fresh = mailbox_.emplace(message.key, std::move(payload)).second;
+  CLEAVE_ASSERT(fresh, "a message sent twice before it was received");
+  notify();
+  return Status::ok();
+}
+
+Status InProcessBackend::receive(Message const& message, std::span<float> out) {
+  Payload payload;
+  {
+    std::unique_lock lock(mutex_);
+    wait(lock, [&] { return aborted_ || mailbox_.count(message.key) != 0; });
+    if (aborted_) return aborted_error();
+    auto it = mailbox_.find(message.key);
+    payload = std::move(it->second);
+    mailbox_.erase(it);
   }
-  std::vector<float> result = m.result;
-  if (++m.left == static_cast<int>(members)) meetings_.erase(call.key);
-  return result;
+  if (payload.data.size() != out.size())
+    return Error(ErrorCode::execution_failed,
+                 "message " + std::to_string(message.key) + " from device " +
+                     std::to_string(message.source) + " holds " +
+                     std::to_string(payload.data.size()) + " elements, not the " +
+                     std::to_string(out.size()) + " its receiver expects");
+  std::copy(payload.data.begin(), payload.data.end(), out.begin());
+  return Status::ok();
+}
+
+template <typename Share, typename After>
+Status InProcessBackend::meet(CollectiveCall const& call, float const* mine,
+                              std::size_t result_size, Share const& share, After const& after) {
+  auto members = static_cast<int>(call.group.size());
+  std::unique_lock lock(mutex_);
+  if (aborted_) return aborted_error();
+  Meeting& m = meetings_[call.key];
+  if (m.arrived == 0) {
+    m.inputs.resize(call.group.size());
+    m.result.resize(result_size);
+  }
+  m.inputs[rank_in(call.group, call.device)] = mine;
+  if (++m.arrived == members) notify();
+  wait(lock, [&] { return m.arrived == members || aborted_; });
+  if (m.arrived != members) return aborted_error();
+  lock.unlock();
+  share(m);
+  lock.lock();
+  // Past this point an abort no longer ends the waits: the others read this member's buffer
+  // until their shares are done, and no share waits on anything.
+  if (++m.done == members) notify();
+  wait(lock, [&] { return m.done == members; });
+  lock.unlock();
+  after(m);
+  lock.lock();
+  if (++m.left == members) meetings_.erase(call.key);
+  return Status::ok();
 }
 
 Status InProcessBackend::all_reduce(CollectiveCall const& call, std::span<float> data) {
-  CLEAVE_TRY(auto result, meet(call, Op::all_reduce, data));
-  std::copy(result.begin(), result.end(), data.begin());
-  return Status::ok();
+  std::size_t g = call.group.size(), k = rank_in(call.group, call.device), n = data.size();
+  std::size_t lo = k * n / g, hi = (k + 1) * n / g;
+  // Each member reduces its share into the meeting's result, then copies the whole result over
+  // its own data (which nobody reads once every share is done).
+  return meet(
+      call, data.data(), n,
+      [&](Meeting& m) { reduce_range(m.inputs, lo, hi, m.result.data() + lo, call.reducer); },
+      [&](Meeting& m) { std::copy(m.result.begin(), m.result.end(), data.begin()); });
 }
 
 Status InProcessBackend::all_gather(CollectiveCall const& call, std::span<float const> mine,
                                     std::span<float> out) {
-  CLEAVE_TRY(auto result, meet(call, Op::all_gather, mine));
-  CLEAVE_ASSERT(result.size() == out.size(), "all-gather output of the wrong size");
-  std::copy(result.begin(), result.end(), out.begin());
-  return Status::ok();
+  CLEAVE_ASSERT(out.size() == offset_of(call.counts, call.counts.size()),
+                "all-gather output of the wrong size");
+  CLEAVE_ASSERT(mine.size() == call.counts[rank_in(call.group, call.device)],
+                "all-gather input of the wrong size");
+  return meet(
+      call, mine.data(), 0,
+      [&](Meeting& m) {
+        for (std::size_t k = 0; k < m.inputs.size(); ++k)
+          std::copy(m.inputs[k], m.inputs[k] + call.counts[k],
+                    out.begin() + static_cast<std::ptrdiff_t>(offset_of(call.counts, k)));
+      },
+      [](Meeting&) {});
 }
 
 Status InProcessBackend::reduce_scatter(CollectiveCall const& call, std::span<float const> in,
                                         std::span<float> out) {
-  CLEAVE_TRY(auto result, meet(call, Op::reduce_scatter, in));
-  std::size_t g = call.group.size(), k = rank_in(call.group, call.device), n = result.size();
-  std::size_t lo = k * n / g, hi = (k + 1) * n / g;
+  std::size_t k = rank_in(call.group, call.device);
+  std::size_t lo = offset_of(call.counts, k), hi = lo + call.counts[k];
   CLEAVE_ASSERT(out.size() == hi - lo, "reduce-scatter output of the wrong size");
-  std::copy(result.begin() + static_cast<std::ptrdiff_t>(lo),
-            result.begin() + static_cast<std::ptrdiff_t>(hi), out.begin());
-  return Status::ok();
+  CLEAVE_ASSERT(in.size() == offset_of(call.counts, call.counts.size()),
+                "reduce-scatter input of the wrong size");
+  return meet(
+      call, in.data(), 0,
+      [&](Meeting& m) { reduce_range(m.inputs, lo, hi, out.data(), call.reducer); },
+      [](Meeting&) {});
 }
 
 void InProcessBackend::abort() {
   std::lock_guard lock(mutex_);
   aborted_ = true;
-  cv_.notify_all();
+  notify();
 }
 
 }  // namespace cleave::runtime

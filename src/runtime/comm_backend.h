@@ -1,64 +1,81 @@
-// How device workers exchange data (DESIGN.md "Runtime"): point-to-point region copies and the
-// collectives a program's transfers amount to. The executor talks only to this interface, so that
-// the MPI backend (one rank per device, a later issue) can replace the in-process one: a copy
-// names the source device, the tensor, the region and (for a partial result) the task that wrote
-// it, which is all a rank needs to match a send with a receive.
+// How device workers exchange data (DESIGN.md "Runtime"): the two ends of a point-to-point
+// transfer and the collectives a program's transfers amount to. The executor is given a backend
+// and talks only to this interface, which never reaches into another device's memory: a sender
+// hands its bytes over, a receiver gets them, and every member of a collective calls with its own
+// buffers. So an MPI backend (one rank per device, a later issue) can replace the in-process one;
+// every rank lowers the same program, so the keys below (task and collective ids) match across
+// ranks without any exchange.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
 
-#include "runtime/block_store.h"
+#include "support/status.h"
+#include "tdl/bound_op.h"
 
 namespace cleave::runtime {
 
-// One point-to-point copy: `region` of `tensor` from what `source` holds (its whole-valued
-// blocks; or, when `written` is a task, that task's block: a partial result).
-struct CopyRequest {
+// One transfer, named alike by its sender and its receiver.
+struct Message {
+  std::uint64_t key = 0;  // the transfer task's id in the program
   int source = 0;
   int destination = 0;
-  ir::TensorId tensor;
-  tdl::Box region;
-  lower::TaskId written = no_task;
+};
+
+// What a sender hands over: `data` stays valid, unchanged, for as long as `keep` is held (MPI's
+// rule for a buffer in flight), so a sender need not copy a block it holds contiguously.
+struct Payload {
+  std::span<float const> data;
+  std::shared_ptr<void const> keep;
 };
 
 // One member's part in a collective. Every member of `group` (distinct devices) calls with the
-// same key and buffers of the sizes the operation expects.
+// same key, group, reducer and counts.
 struct CollectiveCall {
   std::uint64_t key = 0;  // the same for all members of one collective, distinct across them
   std::vector<int> group;
   int device = 0;
   tdl::Reducer reducer = tdl::Reducer::sum;
+  // all_gather, reduce_scatter: the k-th member's share in elements, in group order.
+  std::vector<std::size_t> counts;
 };
 
 class CommBackend {
  public:
   virtual ~CommBackend() = default;
-  virtual Expected<std::vector<float>> copy(CopyRequest const& request) = 0;
+  // Hands the payload over and returns without waiting for the receiver.
+  virtual Status send(Message const& message, Payload payload) = 0;
+  // Waits for the message and copies it into `out`, which must have the size sent.
+  virtual Status receive(Message const& message, std::span<float> out) = 0;
   // data (the same size on every member) becomes the element-wise reduction over the group.
   virtual Status all_reduce(CollectiveCall const& call, std::span<float> data) = 0;
-  // out (group size x mine.size()) becomes every member's `mine`, in group order.
+  // out (the sum of counts) becomes every member's `mine` (counts[k] elements), in group order.
   virtual Status all_gather(CollectiveCall const& call, std::span<float const> mine,
                             std::span<float> out) = 0;
-  // in: the same size n on every member; out: this member's chunk of the reduction, chunk k of
-  // [k*n/g, (k+1)*n/g) for the k-th member of the group.
+  // in: the same size (the sum of counts) on every member, the k-th member's share counts[k]
+  // elements after the shares before it; out: this member's share of the reduction.
   virtual Status reduce_scatter(CollectiveCall const& call, std::span<float const> in,
                                 std::span<float> out) = 0;
-  // Wakes every member blocked in a collective with an error; later calls fail at once.
+  // Wakes every member waiting for a message or for a collective's other members with an error;
+  // later calls fail at once.
   virtual void abort() = 0;
 };
 
-// Workers as threads of one process: copies read the source device's block store directly;
-// collectives meet in a rendezvous where the last member to arrive computes the result.
+// Workers as threads of one process. A message waits in a mailbox until received. The members of
+// a collective meet: once all have arrived, each computes its share of the result from the
+// others' buffers in place (the reduction split evenly among them, as a ring would split it),
+// and none leaves before every share is done.
 class InProcessBackend final : public CommBackend {
  public:
-  explicit InProcessBackend(std::vector<BlockStore*> stores) : stores_(std::move(stores)) {}
-
-  Expected<std::vector<float>> copy(CopyRequest const& request) override;
+  Status send(Message const& message, Payload payload) override;
+  Status receive(Message const& message, std::span<float> out) override;
   Status all_reduce(CollectiveCall const& call, std::span<float> data) override;
   Status all_gather(CollectiveCall const& call, std::span<float const> mine,
                     std::span<float> out) override;
@@ -67,21 +84,31 @@ class InProcessBackend final : public CommBackend {
   void abort() override;
 
  private:
-  enum class Op { all_reduce, all_gather, reduce_scatter };
   struct Meeting {
-    std::vector<std::vector<float>> inputs;  // per member
-    std::vector<float> result;
+    std::vector<float const*> inputs;  // per member, valid until every member has left
+    std::vector<float> result;         // all_reduce: the whole reduction
     int arrived = 0;
+    int done = 0;
     int left = 0;
-    bool ready = false;
   };
-  // Deposits `mine`, waits for the others, and returns the whole result (the reduction or the
-  // concatenation), or an error when aborted.
-  Expected<std::vector<float>> meet(CollectiveCall const& call, Op op, std::span<float const> mine);
+  // Deposits `mine`, waits for the others (an error when aborted first), runs `share` (this
+  // member's part of the work, on the meeting's inputs), waits until every member's is done and
+  // runs `after`. The first to arrive sizes the result.
+  template <typename Share, typename After>
+  Status meet(CollectiveCall const& call, float const* mine, std::size_t result_size,
+              Share const& share, After const& after);
 
-  std::vector<BlockStore*> stores_;
+  // Waits (the lock held) until done(): first polls for up to spin_limit, with the lock released
+  // between events, since waking a sleeping thread took 0.2 to 0.5 ms on virtual cores (the
+  // executor's workers poll alike, docs/runtime.md); then sleeps.
+  template <typename Done> void wait(std::unique_lock<std::mutex>& lock, Done const& done);
+  void notify();  // the lock held: something a waiter may wait for happened
+
+  static constexpr auto spin_limit = std::chrono::microseconds(500);
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::atomic<std::uint64_t> events_{0};
+  std::map<std::uint64_t, Payload> mailbox_;
   std::map<std::uint64_t, Meeting> meetings_;
   bool aborted_ = false;
 };

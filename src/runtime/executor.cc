@@ -16,7 +16,9 @@
 #include <omp.h>
 
 #include "lower/lifetime.h"
+#include "runtime/collective_part.h"
 #include "runtime/comm_backend.h"
+#include "runtime/jobs.h"
 #include "support/assert.h"
 #include "tdl/interpreter.h"
 
@@ -31,9 +33,10 @@ struct Executor::State {
   std::vector<lower::OutputLifetime> lifetimes;
   std::vector<std::shared_ptr<tdl::BoundOp const>> bound;  // per op
   std::vector<std::optional<tdl::PieceInfo>> pieces;       // per task: compute tasks only
-  std::vector<std::uint32_t> rank;                         // per task: canonical position
-  std::vector<std::vector<lower::TaskId>> dependents;      // per task, one per dependency edge
-  std::vector<std::uint32_t> per_device_count;             // tasks per device
+  Jobs jobs;
+  std::vector<std::uint32_t> rank;              // per job: its task's canonical position
+  std::vector<std::vector<JobId>> dependents;   // per job
+  std::vector<std::uint32_t> per_device_count;  // jobs per device
 };
 
 namespace {
@@ -98,8 +101,8 @@ tdl::Box whole_box(ir::Shape const& shape) {
 class StepRun {
  public:
   StepRun(Executor::State const& s, ExecOptions const& options)
-      : s_(s), options_(options), wake_(s.devices.size()), ready_(s.devices.size()),
-        waiting_(s.program.tasks.size(), 0),
+      : s_(s), options_(options), backend_(*options.backend), wake_(s.devices.size()),
+        ready_(s.devices.size()), waiting_(s.jobs.jobs.size(), 0),
         queued_(std::make_unique<std::atomic<std::uint32_t>[]>(s.devices.size())),
         remaining_(s.program.tasks.size(), 0), spans_(s.program.tasks.size()),
         stats_(s.devices.size()), captured_(s.graph.num_tensors(), false),
@@ -107,16 +110,13 @@ class StepRun {
         host_(s.graph, host_arena_) {
     for (auto const& d : s.devices)
       arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity));
-    std::vector<BlockStore*> stores;
-    for (auto& a : arenas_) {
+    for (auto& a : arenas_)
       stores_.push_back(std::make_unique<BlockStore>(s.graph, *a));
-      stores.push_back(stores_.back().get());
-    }
-    backend_ = std::make_unique<InProcessBackend>(stores);
-    for (TaskId i = 0; i < s.program.tasks.size(); ++i) {
+    for (TaskId i = 0; i < s.program.tasks.size(); ++i)
       remaining_[i] = static_cast<int>(s.lifetimes[i].readers.size());
-      waiting_[i] = static_cast<std::uint32_t>(s.program.tasks[i].deps.size());
-      if (waiting_[i] == 0) make_ready(i);
+    for (JobId j = 0; j < s.jobs.jobs.size(); ++j) {
+      waiting_[j] = static_cast<std::uint32_t>(s.jobs.jobs[j].deps.size());
+      if (waiting_[j] == 0) make_ready(j);
     }
     for (auto t : options.capture)
       captured_[t.value()] = true;
@@ -170,7 +170,7 @@ class StepRun {
     return std::chrono::duration<double>(Clock::now() - start_).count();
   }
 
-  // A worker runs its device's tasks as they become ready: first come, first served, ties by the
+  // A worker runs its device's jobs as they become ready: first come, first served, ties by the
   // tasks' canonical order, the policy of the simulator's event loop (FIFO per resource), so that
   // measured and predicted steps take the same order.
   void work(int device, int threads) {
@@ -179,21 +179,22 @@ class StepRun {
     for (std::uint32_t k = 0; k < s_.per_device_count[d]; ++k) {
       auto next = take(d);
       if (!next) return;
-      TaskId id = *next;
+      JobId id = *next;
+      Job const& job = s_.jobs.jobs[id];
       double start = seconds_since_start();
       Status st = Status::ok();
       try {
-        st = execute(id);
+        st = execute(job);
       } catch (std::exception const& e) {
         st = Error(ErrorCode::execution_failed, std::string("worker exception: ") + e.what());
       }
       double end = seconds_since_start();
-      spans_[id] = {start, end};
-      auto& stats = stats_[d];
-      Task const& task = s_.program.tasks[id];
-      bool comm = task.kind == TaskKind::transfer || task.kind == TaskKind::swap_out ||
-                  task.kind == TaskKind::swap_in;
-      (comm ? stats.comm_s : stats.compute_s) += end - start;
+      for (TaskId t : job.completes)
+        spans_[t] = {start, end};
+      TaskKind kind = s_.program.tasks[job.task].kind;
+      bool compute =
+          job.kind == JobKind::task && (kind == TaskKind::compute || kind == TaskKind::reduce);
+      (compute ? stats_[d].compute_s : stats_[d].comm_s) += end - start;
       if (!st) {
         fail(std::move(st).error().with_context(describe(id)));
         return;
@@ -206,10 +207,24 @@ class StepRun {
     return s_.devices[static_cast<std::size_t>(d)].name;
   }
 
-  // "in task 12 (transfer of tensor x[0,4) from device cpu1) on device cpu0".
-  std::string describe(TaskId id) const {
-    Task const& t = s_.program.tasks[id];
+  // "in task 12 (receive of tensor x[0,4) from device cpu1) on device cpu0".
+  std::string describe(JobId id) const {
+    Job const& job = s_.jobs.jobs[id];
+    Task const& t = s_.program.tasks[job.task];
     std::string block = block_name(s_.graph, t.tensor, t.region);
+    std::string on = " on device " + device_name(job.device);
+    if (job.kind == JobKind::send)
+      return "in task " + std::to_string(job.task) + " (send of " + block + " to device " +
+             device_name(t.device) + ")" + on;
+    if (job.kind == JobKind::receive)
+      return "in task " + std::to_string(job.task) + " (receive of " + block + " from device " +
+             device_name(t.source_device) + ")" + on;
+    if (job.kind == JobKind::collective) {
+      auto const& col = s_.program.collectives[job.collective];
+      return "in collective " + std::to_string(job.collective) + " (" +
+             std::string(cost::collective_kind_name(col.kind)) + " of tensor " +
+             s_.graph.tensor(col.tensor).name + ")" + on;
+    }
     std::string what;
     switch (t.kind) {
     case TaskKind::compute:
@@ -227,14 +242,14 @@ class StepRun {
       what = "host copy of " + block;
       break;
     }
-    return "in task " + std::to_string(id) + " (" + what + ") on device " + device_name(t.device);
+    return "in task " + std::to_string(job.task) + " (" + what + ")" + on;
   }
 
   // The device's next ready task, once there is one; nothing once the run failed. A worker with a
   // core of its own first polls for a while before it sleeps: waking a sleeping thread took 0.2 to
   // 0.5 ms on this machine's virtual cores (a halted vCPU is woken by the hypervisor), once per
   // dependency on another device that a worker waits for.
-  std::optional<TaskId> take(std::size_t device) {
+  std::optional<JobId> take(std::size_t device) {
     if (spin_) {
       auto until = Clock::now() + spin_limit;
       while (queued_[device].load(std::memory_order_acquire) == 0 &&
@@ -244,15 +259,15 @@ class StepRun {
     std::unique_lock lock(mutex_);
     wake_[device].wait(lock, [&] { return failed_ || !ready_[device].empty(); });
     if (failed_) return std::nullopt;
-    TaskId id = ready_[device].top().id;
+    JobId id = ready_[device].top().id;
     ready_[device].pop();
     queued_[device].fetch_sub(1, std::memory_order_relaxed);
     return id;
   }
 
-  // Called with the lock held: the task's dependencies are done.
-  void make_ready(TaskId id) {
-    auto d = static_cast<std::size_t>(s_.program.tasks[id].device);
+  // Called with the lock held: the job's dependencies are done.
+  void make_ready(JobId id) {
+    auto d = static_cast<std::size_t>(s_.jobs.jobs[id].device);
     ready_[d].push({finished_, s_.rank[id], id});
     queued_[d].fetch_add(1, std::memory_order_release);
   }
@@ -264,26 +279,28 @@ class StepRun {
       failed_ = true;
       stopped_ = true;
     }
-    backend_->abort();
+    backend_.abort();
     for (auto& w : wake_)
       w.notify_all();
   }
 
-  // Marks the task done, readies its dependents and frees the blocks whose last reader it was.
-  void finish(TaskId id) {
+  // Marks the job done, readies its dependents and frees the blocks whose last reader was a task
+  // it completes.
+  void finish(JobId id) {
     std::vector<TaskId> expired;
     std::vector<bool> woken(wake_.size(), false);
     {
       std::lock_guard lock(mutex_);
       ++finished_;
-      for (TaskId u : s_.dependents[id])
+      for (JobId u : s_.dependents[id])
         if (--waiting_[u] == 0) {
           make_ready(u);
-          woken[static_cast<std::size_t>(s_.program.tasks[u].device)] = true;
+          woken[static_cast<std::size_t>(s_.jobs.jobs[u].device)] = true;
         }
-      for (TaskId dep : s_.program.tasks[id].deps)
-        if (--remaining_[dep] == 0 && !s_.lifetimes[dep].swapped && s_.lifetimes[dep].allocates)
-          expired.push_back(dep);
+      for (TaskId done : s_.jobs.jobs[id].completes)
+        for (TaskId dep : s_.program.tasks[done].deps)
+          if (--remaining_[dep] == 0 && !s_.lifetimes[dep].swapped && s_.lifetimes[dep].allocates)
+            expired.push_back(dep);
     }
     for (std::size_t d = 0; d < wake_.size(); ++d)
       if (woken[d]) wake_[d].notify_one();
@@ -304,17 +321,29 @@ class StepRun {
     }
   }
 
-  Status execute(TaskId id) {
+  Status execute(Job const& job) {
+    TaskId id = job.task;
     Task const& task = s_.program.tasks[id];
+    switch (job.kind) {
+    case JobKind::send:
+      return send(id, task);
+    case JobKind::receive: {
+      std::vector<float> data(static_cast<std::size_t>(tdl::box_volume(task.region)));
+      CLEAVE_CHECK_OK(backend_.receive(message(id, task), data));
+      return store(task.device).add(task.tensor, task.region, std::move(data), task.partial, id);
+    }
+    case JobKind::collective:
+      return run_collective_part(
+          {s_.graph, s_.program, job.collective, job.device, store(job.device), backend_});
+    case JobKind::task:
+      break;
+    }
     switch (task.kind) {
     case TaskKind::compute:
       return compute(id, task);
-    case TaskKind::transfer: {
-      CopyRequest request{task.source_device, task.device, task.tensor, task.region,
-                          task.partial ? task.deps.at(0) : no_task};
-      CLEAVE_TRY(auto data, backend_->copy(request));
-      return store(task.device).add(task.tensor, task.region, std::move(data), task.partial, id);
-    }
+    case TaskKind::transfer:
+      CLEAVE_ASSERT(false, "a transfer runs as a send and a receive");
+      break;
     case TaskKind::reduce: {
       std::optional<std::vector<float>> out;  // the first part, then combined with the others
       for (TaskId dep : task.deps) {
@@ -345,6 +374,27 @@ class StepRun {
     }
     }
     return Status::ok();
+  }
+
+  static Message message(TaskId id, Task const& task) {
+    return {id, task.source_device, task.device};
+  }
+
+  // Hands the region to the backend: in place where the source holds it contiguously, else a
+  // copy (a partial result: the part of the block its computing task wrote).
+  Status send(TaskId id, Task const& task) {
+    BlockStore& from = store(task.source_device);
+    auto volume = static_cast<std::size_t>(tdl::box_volume(task.region));
+    if (!task.partial)
+      if (auto v = from.view(task.tensor, task.region))
+        return backend_.send(message(id, task), {{v->data, volume}, v->block});
+    auto data = std::make_shared<std::vector<float>>();
+    if (task.partial) {
+      CLEAVE_TRY(*data, from.read_written(task.deps.at(0), task.region));
+    } else {
+      CLEAVE_TRY(*data, from.gather(task.tensor, task.region));
+    }
+    return backend_.send(message(id, task), {{data->data(), data->size()}, data});
   }
 
   Status compute(TaskId id, Task const& task) {
@@ -436,11 +486,12 @@ class StepRun {
 
   Executor::State const& s_;
   ExecOptions const& options_;
-  // A ready task: the number of tasks finished when it became ready, then its canonical rank.
+  CommBackend& backend_;
+  // A ready job: the number of jobs finished when it became ready, then its canonical rank.
   struct Ready {
     std::uint64_t seq;
     std::uint32_t rank;
-    TaskId id;
+    JobId id;
     bool operator>(Ready const& o) const { return std::tie(seq, rank) > std::tie(o.seq, o.rank); }
   };
   using ReadyQueue = std::priority_queue<Ready, std::vector<Ready>, std::greater<>>;
@@ -448,7 +499,7 @@ class StepRun {
   std::mutex mutex_;
   std::vector<std::condition_variable> wake_;  // per device
   std::vector<ReadyQueue> ready_;              // per device
-  std::vector<std::uint32_t> waiting_;         // per task: dependencies not yet done
+  std::vector<std::uint32_t> waiting_;         // per job: dependencies not yet done
   std::uint64_t finished_ = 0;
   // Polling before sleeping (take()): only where every worker has a core of its own.
   static constexpr auto spin_limit = std::chrono::microseconds(500);
@@ -466,7 +517,6 @@ class StepRun {
   std::vector<std::unique_ptr<BlockStore>> stores_;
   Arena host_arena_;
   BlockStore host_;
-  std::unique_ptr<CommBackend> backend_;
   Clock::time_point start_;
 };
 
@@ -490,8 +540,6 @@ Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program progr
   state->lifetimes = lower::output_lifetimes(state->program);
   state->bound.resize(graph.num_ops());
   state->pieces.resize(tasks.size());
-  state->per_device_count.assign(state->devices.size(), 0);
-  state->dependents.resize(tasks.size());
   std::vector<TaskId> by_content(tasks.size());
   for (TaskId id = 0; id < tasks.size(); ++id)
     by_content[id] = id;
@@ -499,16 +547,24 @@ Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program progr
     return lower::canonical_less(tasks[a], tasks[b]) ||
            (!lower::canonical_less(tasks[b], tasks[a]) && a < b);
   });
-  state->rank.resize(tasks.size());
+  std::vector<std::uint32_t> task_rank(tasks.size());
   for (std::uint32_t k = 0; k < by_content.size(); ++k)
-    state->rank[by_content[k]] = k;
+    task_rank[by_content[k]] = k;
+  state->jobs = expand(state->program);
+  auto const& jobs = state->jobs.jobs;
+  state->rank.resize(jobs.size());
+  state->dependents.resize(jobs.size());
+  state->per_device_count.assign(state->devices.size(), 0);
+  for (JobId j = 0; j < jobs.size(); ++j) {
+    CLEAVE_ASSERT(jobs[j].device >= 0 && jobs[j].device < state->program.num_devices,
+                  "a task on a device the program does not have");
+    state->rank[j] = task_rank[jobs[j].task];
+    ++state->per_device_count[static_cast<std::size_t>(jobs[j].device)];
+    for (JobId dep : jobs[j].deps)
+      state->dependents[dep].push_back(j);
+  }
   for (TaskId id = 0; id < tasks.size(); ++id) {
     Task const& t = tasks[id];
-    CLEAVE_ASSERT(t.device >= 0 && t.device < state->program.num_devices,
-                  "a task on a device the program does not have");
-    ++state->per_device_count[static_cast<std::size_t>(t.device)];
-    for (TaskId dep : t.deps)
-      state->dependents[dep].push_back(id);
     if (t.kind != TaskKind::compute) continue;
     auto& bound = state->bound[t.op.value()];
     if (!bound) {
@@ -520,6 +576,9 @@ Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program progr
 }
 
 Expected<StepResult> Executor::run_step(Values const& sources, ExecOptions const& options) const {
+  if (!options.backend)
+    return Error(ErrorCode::invalid_argument,
+                 "no communication backend given to run the step (ExecOptions::backend)");
   return StepRun(*state_, options).run(sources);
 }
 

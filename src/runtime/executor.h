@@ -1,14 +1,20 @@
 // The executor (DESIGN.md "Runtime"): runs one training step of a lowered program with one worker
-// thread per device. Each worker runs its device's tasks as they become ready, first come first
+// thread per device. The program's tasks run as jobs (runtime/jobs.h): a transfer as a send on its
+// source's worker and a receive on its destination's, a collective as one call of the
+// communication backend by each member device's worker. Each worker runs its device's jobs as they
+// become ready (everything they wait for has ended: their dependencies and their ordering edges,
+// which carry the plan's order of each device's pieces, Program::ordering), first come first
 // served, ties broken by content (the simulator's FIFO policy, so measured and simulated steps
-// take the same order); compute tasks run a kernel from the registry or, where none handles them, the TDL
-// reference interpreter; transfers go through the communication backend; reduce tasks and copies
-// are plain loops; swaps move blocks to and from a host pool. Every block is charged to its
-// device's arena and freed after its last reader (lower::output_lifetimes, the simulator's rule).
-// The data movement rules are lower::run_reference's, the oracle this executor must match.
+// take the same order), host copies inline like every other task (the simulator puts them on the
+// compute stream of such devices); compute tasks run a kernel from the registry or, where none
+// handles them, the TDL reference interpreter; reduce tasks are plain loops; swaps move blocks to
+// and from a host pool. Every block is charged to its device's arena and freed after its last
+// reader (lower::output_lifetimes, the simulator's rule). The data movement rules are
+// lower::run_reference's, the oracle this executor must match.
 //
-// Errors end the run: the first failing task's error is returned, every worker wakes and exits
-// (none waits on a dependency that will never finish).
+// Errors end the run: the first failing job's error is returned, the backend is aborted, and every
+// worker wakes and exits (none waits on a dependency, a message or a collective that will never
+// come).
 #pragma once
 
 #include <functional>
@@ -28,7 +34,12 @@ struct DeviceInfo {
   Bytes capacity;
 };
 
+class CommBackend;
+
 struct ExecOptions {
+  // How the workers exchange data (runtime/comm_backend.h); required. A backend whose run was
+  // aborted stays so: give every step that may fail a fresh one.
+  CommBackend* backend = nullptr;
   KernelRegistry const* kernels = nullptr;  // null: the interpreter runs every compute task
   int threads_per_device = 0;               // OpenMP threads per worker; 0: max(1, cores/devices)
   // Tensors whose values the result keeps even where their blocks are freed during the step
@@ -41,14 +52,11 @@ struct ExecOptions {
 // Whole fp32 values by tensor name.
 using Values = std::map<std::string, std::vector<float>, std::less<>>;
 
-struct TaskSpan {
-  double start_s = 0;  // since the step started
-  double end_s = 0;
-};
+using lower::TaskSpan;
 
 struct DeviceStats {
   double compute_s = 0;  // compute and reduce tasks
-  double comm_s = 0;     // transfers received and host copies
+  double comm_s = 0;     // sends, receives, parts in collectives and host copies
   double idle_s = 0;     // the rest of the step
   Bytes peak;            // the arena's peak
   Bytes capacity;
@@ -58,7 +66,9 @@ struct DeviceStats {
 
 struct StepResult {
   double step_s = 0;
-  std::vector<TaskSpan> spans;  // per task
+  // Per task: a transfer's is its receive's (where the bytes are copied in), a collective
+  // member's its device's part in the collective.
+  std::vector<TaskSpan> spans;
   std::vector<DeviceStats> devices;
   // Every produced tensor held whole at the end of the step (blocks on devices and the host),
   // and every captured one.

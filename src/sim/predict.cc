@@ -40,18 +40,6 @@ void for_each_channel(TaskLike const& t, cluster::Cluster const& c, Visit const&
   }
 }
 
-cost::CollectiveKind cost_kind(lower::CollectiveKind kind) {
-  switch (kind) {
-  case lower::CollectiveKind::all_gather:
-    return cost::CollectiveKind::all_gather;
-  case lower::CollectiveKind::reduce_scatter:
-    return cost::CollectiveKind::reduce_scatter;
-  case lower::CollectiveKind::all_reduce:
-    return cost::CollectiveKind::all_reduce;
-  }
-  return cost::CollectiveKind::all_gather;
-}
-
 bool is_swap(lower::TaskKind kind) {
   return kind == lower::TaskKind::swap_out || kind == lower::TaskKind::swap_in;
 }
@@ -89,7 +77,10 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
     for_each_channel(t, c, [&](std::size_t channel) {
       timing.resources.push_back(static_cast<ResourceId>(c.num_devices() + channel));
     });
-    if (t.kind == lower::TaskKind::transfer && copies_on_compute(c.devices()[dev.value()]))
+    // A device that copies on its compute stream runs its transfers and host copies there, one
+    // at a time with its computation (the runtime's worker runs them inline); a GPU's copy
+    // engines run them beside it.
+    if (copies_on_compute(c.devices()[dev.value()]))
       timing.resources.push_back(static_cast<ResourceId>(t.device));
     return timing;
   }
@@ -106,13 +97,13 @@ cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program
   std::vector<cluster::DeviceId> group;
   for (int d : collective.group)
     group.push_back(device_id(d));
-  auto price = cost::collective_cost(c, cost_kind(collective.kind), collective.bytes, group);
-  // A device that copies on its compute stream also combines the partial results there, after
-  // its copies (the runtime's reduce members on CPU cores); a GPU's reductions run inside the
-  // collective's kernels at line rate. The slowest device's reductions lengthen the collective.
-  if (std::none_of(group.begin(), group.end(), [&](cluster::DeviceId d) {
-        return copies_on_compute(c.devices()[d.value()]);
-      }))
+  auto price = cost::collective_cost(c, collective.kind, collective.bytes, group);
+  // A device that copies on its compute stream also combines the partial results there: on CPU
+  // cores the runtime's backend call copies and then reduces the device's share of the buffer,
+  // the region of its reduce members; a GPU's reductions run inside the collective's kernels at
+  // line rate. The slowest device's reductions lengthen the collective.
+  if (std::none_of(group.begin(), group.end(),
+                   [&](cluster::DeviceId d) { return copies_on_compute(c.devices()[d.value()]); }))
     return price;
   std::vector<double> reducing(c.num_devices(), 0.0);
   for (auto m : collective.members) {
@@ -427,7 +418,7 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
     for (auto const& [channel, bytes] : price.channel_bytes)
       add_traffic(channel, bytes.value());
     auto span = col.members.empty() ? TaskSpan{} : p.sim.spans[col.members.front()];
-    p.collectives.push_back({std::string(cost::collective_kind_name(cost_kind(col.kind))),
+    p.collectives.push_back({std::string(cost::collective_kind_name(col.kind)),
                              std::string(cost::collective_algorithm_name(price.algorithm)),
                              graph.tensor(col.tensor).name, col.group.size(), col.bytes.value(),
                              span.start, price.time.value()});

@@ -59,28 +59,31 @@ class Loop {
     std::vector<std::uint32_t> first(nodes_ + 1, 0);
     std::vector<std::pair<NodeId, NodeId>> edges;  // (dependent, dependency), neither taken
     edges.reserve(deps ? deps->deps.size() : n_);
+    auto edge = [&](NodeId u, lower::TaskId d) {
+      NodeId v = node_of_[d];
+      if (u == v) return;
+      if (taken[v]) {
+        run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
+      } else {
+        ++waiting[u];
+        ++first[v + 1];
+        edges.emplace_back(u, v);
+      }
+    };
     for (lower::TaskId i = 0; i < n_; ++i) {
       NodeId u = node_of_[i];
       if (taken[u]) continue;
-      auto edge = [&](lower::TaskId d) {
-        NodeId v = node_of_[d];
-        if (u == v) return;
-        if (taken[v]) {
-          run_.ready[u] = std::max(run_.ready[u], node_end_[v]);
-        } else {
-          ++waiting[u];
-          ++first[v + 1];
-          edges.emplace_back(u, v);
-        }
-      };
       if (deps) {
         for (auto k = deps->first[i]; k < deps->first[i + 1]; ++k)
-          edge(deps->deps[k]);
+          edge(u, deps->deps[k]);
       } else {
         for (auto d : tasks[i].deps)
-          edge(d);
+          edge(u, d);
       }
     }
+    // Ordering-only edges (the plan's per-device orders and swap points) wait like any other.
+    for (auto const& e : program_.ordering)
+      if (!taken[node_of_[e.task]]) edge(node_of_[e.task], e.after);
     for (std::size_t v = 0; v < nodes_; ++v)
       first[v + 1] += first[v];
     std::vector<NodeId> dependents(edges.size());

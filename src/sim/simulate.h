@@ -5,10 +5,12 @@
 // task's duration and resources given by the cost model.
 //
 // The unit of scheduling is a node: a task that belongs to no collective, or a whole collective
-// (its member tasks all get the collective's span). Nodes are taken in the order they become
-// ready; ties are broken by lower::canonical_less, never by position in the task list, so a
-// program assembled in another order simulates bit for bit the same (delta simulation relies on
-// it).
+// (its member tasks all get the collective's span). A node is ready once every task its tasks
+// wait for has ended: their dependencies and their ordering-only edges (Program::ordering, which
+// carry a plan's per-device order, so that each device's compute pieces run in exactly that
+// order). Nodes are taken in the order they become ready; ties are broken by
+// lower::canonical_less, never by position in the task list, so a program assembled in another
+// order simulates bit for bit the same (delta simulation relies on it).
 #pragma once
 
 #include <string>
@@ -39,10 +41,7 @@ struct Resource {
   int device = -1;   // the device whose compute stream this is; -1 for links
 };
 
-struct TaskSpan {
-  double start = 0;
-  double end = 0;
-};
+using lower::TaskSpan;
 
 struct SimResult {
   double step_seconds = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -88,6 +89,40 @@ inline ir::Graph tiny_attention(ops::OpRegistry const& r) {
   auto flat = b.op("reshape", {x}, {{"shape", std::vector<std::int64_t>{8, 4}}}, "flat");
   models::classification_loss(b, models::linear(b, flat, 3, "head"));
   return *b.finish();
+}
+
+// A single-device plan of a training graph (every op whole on device 0) ordered as the graph's
+// topological listing, swapping each forward activation that backward ops read out after its last
+// forward reader and in before its first backward reader, where at least `gap` pieces lie between
+// the two (SwapAdvisor's saved activations).
+inline plan::Plan with_swapped_activations(ir::Graph const& g, plan::Plan p, std::size_t gap) {
+  std::vector<std::size_t> position(g.num_ops());
+  p.order = {{}};
+  for (ir::OpId op : g.topo_order()) {
+    position[op.value()] = p.order[0].size();
+    p.order[0].push_back({op.value(), 0});
+  }
+  for (auto const& t : g.tensors()) {
+    ir::OpId producer = g.producer(t.id);
+    if (!producer.valid() || g.op(producer).forward.valid()) continue;
+    std::optional<ir::OpId> last_forward = producer, first_backward;
+    for (ir::OpId c : g.consumers(t.id)) {
+      bool backward = g.op(c).forward.valid();
+      auto& pick = backward ? first_backward : last_forward;
+      if (!pick || (backward ? position[c.value()] < position[pick->value()]
+                             : position[c.value()] > position[pick->value()]))
+        pick = c;
+    }
+    if (!first_backward ||
+        position[first_backward->value()] < position[last_forward->value()] + gap + 1)
+      continue;
+    tdl::Box whole;
+    for (auto d : t.type.shape)
+      whole.push_back({0, d});
+    p.swaps.push_back(
+        {t.id, whole, 0, {last_forward->value(), 0}, {first_backward->value(), 0}, std::nullopt});
+  }
+  return p;
 }
 
 }  // namespace cleave::lower::testing

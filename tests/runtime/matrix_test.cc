@@ -151,6 +151,8 @@ TEST_P(Matrix, EveryAlgorithmOnEveryClusterMatchesTheUnpartitionedGraph) {
   TrainingConfig config;
   config.exec.capture = tensors;
   config.exec.threads_per_device = 1;
+  InProcessBackend backend;
+  config.exec.backend = &backend;
   // The reference: the undivided plan on one device, once for every plan below.
   auto single = plan::single_device_plan(*g, *registry);
   auto reference_cluster = *cluster::load_cluster("cpu:devices=1");

@@ -9,6 +9,7 @@
 #include "lower/program.h"
 #include "models/model_zoo.h"
 #include "runtime/check.h"
+#include "runtime/comm_backend.h"
 #include "search/search.h"
 
 namespace cleave::runtime::testing {
@@ -46,12 +47,34 @@ inline Expected<Executor> executor_for(ir::Graph const& g, plan::Plan const& p,
   return Executor::create(g, std::move(program), registry, devices_of(cluster));
 }
 
-// Runs the plan `steps` steps and checks it against the reference.
+// A small mlp (batch 8) and its data-parallel plan on cpu:devices=2, ready to run: what the fault
+// and communication tests break one way each.
+constexpr char const* small_mlp = "mlp:layers=2,hidden=6,input=5,classes=3,batch=8";
+inline Expected<Executor> data_parallel_executor(ir::Graph const& g,
+                                                 ops::OpRegistry const& registry) {
+  auto cluster = *cluster::load_cluster("cpu:devices=2");
+  CLEAVE_TRY(plan::Plan p, make_plan(g, registry, cluster, "cpu:devices=2", "data-parallel", 8));
+  return executor_for(g, p, registry, cluster);
+}
+
+// One step with a backend of its own.
+inline Expected<StepResult> run_one_step(Executor const& exec, Values const& sources,
+                                         ExecOptions options = {}) {
+  InProcessBackend backend;
+  options.backend = &backend;
+  return exec.run_step(sources, options);
+}
+
+// Runs the plan `steps` steps with `backend` (null: an in-process one) and checks it against the
+// reference.
 inline Expected<CheckReport> run_and_check(ir::Graph const& g, plan::Plan const& p,
                                            ops::OpRegistry const& registry,
-                                           cluster::Cluster const& cluster, int steps = 1) {
+                                           cluster::Cluster const& cluster, int steps = 1,
+                                           CommBackend* backend = nullptr) {
   CLEAVE_TRY(Executor exec, executor_for(g, p, registry, cluster));
+  InProcessBackend in_process;
   TrainingConfig config;
+  config.exec.backend = backend ? backend : &in_process;
   config.steps = steps;
   config.exec.capture = checked_tensors(g, "loss");
   CLEAVE_TRY(TrainingRun run, run_training(exec, config));

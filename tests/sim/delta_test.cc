@@ -112,6 +112,43 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Delta, ::testing::Values("mlp", "cnn", "attention"));
 
+// A plan with a schedule (order and swaps) is simulated with it; the first change drops the
+// schedule (it names the old pieces) and the prediction is still the full one of the changed plan.
+TEST(DeltaSchedule, TheFirstChangeDropsTheScheduleAndStaysExact) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = *autodiff::build_training_graph(
+      *models::ModelZoo::with_builtins().build("mlp:layers=2,hidden=6,input=5,classes=3,batch=4",
+                                               *registry),
+      *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=2");
+  cost::CostModel cost(cluster);
+  auto plan = lower::testing::with_swapped_activations(g, plan::single_device_plan(g, *registry),
+                                                       /*gap=*/2);
+  plan.num_devices = 2;
+  plan.order.emplace_back();
+  ASSERT_FALSE(plan.swaps.empty());
+  auto delta = DeltaSimulator::create(g, plan, *registry, cost, 4);
+  ASSERT_TRUE(delta.has_value()) << delta.error().to_string();
+  auto scheduled = lower::lower(g, plan, *registry);
+  ASSERT_TRUE(scheduled.has_value());
+  expect_same_program(delta->program(), *scheduled);
+  expect_identical(delta->prediction(), predict(g, *scheduled, cost, 4), "scheduled");
+  Rng rng(11);
+  for (int change = 0; change < 4; ++change) {
+    ir::OpId op(static_cast<std::uint32_t>(rng() % g.num_ops()));
+    auto config = lower::testing::random_config(g, *registry, op, 2, rng);
+    auto got = delta->apply(op, config);
+    ASSERT_TRUE(got.has_value()) << got.error().to_string();
+    plan.ops[op.value()] = config;
+    plan.order.clear();
+    plan.swaps.clear();
+    auto program = lower::lower(g, plan, *registry);
+    ASSERT_TRUE(program.has_value());
+    expect_same_program(delta->program(), *program);
+    expect_identical(*got, predict(g, *program, cost, 4), "change " + std::to_string(change));
+  }
+}
+
 TEST(DeltaErrors, AnInvalidChangeChangesNothing) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = *autodiff::build_training_graph(lower::testing::tiny_cnn(*registry), *registry);

@@ -117,5 +117,27 @@ TEST(Swap, HostCopiesContendOnlyOnSharedLinkDirections) {
   EXPECT_EQ(r.step_time_s, 2 * host);
 }
 
+// On devices that copy on their compute stream (CPU cores) a host copy runs there, one at a time
+// with the computation, as the runtime's worker runs it inline: the same program as the first
+// test's, on cpu:devices=2, computes z only after y's swap-out.
+TEST(Swap, OnCpuCoresHostCopiesRunOnTheComputeStream) {
+  Fixture f;
+  cluster::Cluster cpu = *cluster::load_cluster("cpu:devices=2");
+  cost::CostModel cost(cpu);
+  using K = lower::TaskKind;
+  auto with = f.program({f.compute(f.y, 0, {}), f.swap(K::swap_out, f.y, 0, {0}),
+                         f.compute(f.z, 0, {}), f.compute(f.u, 0, {2}),
+                         f.swap(K::swap_in, f.y, 0, {1, 3}), f.compute(f.v, 0, {4})});
+  Prediction p = predict(f.graph, with, cost, 1);
+  auto const& s = p.sim.spans;
+  double host = cost.host_transfer(f.bytes(f.y), cluster::DeviceId(0)).value();
+  EXPECT_NEAR(s[1].end - s[1].start, host, host * 1e-9);
+  // Every pair of the device's tasks runs one after the other.
+  for (std::size_t a = 0; a < s.size(); ++a)
+    for (std::size_t b = a + 1; b < s.size(); ++b)
+      EXPECT_TRUE(s[a].end <= s[b].start || s[b].end <= s[a].start) << a << " " << b;
+  EXPECT_GE(p.device_compute_s[0], 2 * host);  // the stream's busy time includes the copies
+}
+
 }  // namespace
 }  // namespace cleave::sim

@@ -1,0 +1,309 @@
+#include "lower/schedule.h"
+
+#include <algorithm>
+
+#include "support/assert.h"
+
+namespace cleave::lower {
+namespace {
+
+using plan::PieceRef;
+
+struct Context {
+  ir::Graph const& graph;
+  plan::Plan const& plan;
+  Program const& program;
+  std::vector<std::vector<TaskId>> compute;        // per op, per piece: its compute task
+  std::vector<std::vector<std::size_t>> position;  // per op, per piece: in its device's order
+  std::vector<std::vector<TaskId>> readers;        // per task: the tasks listing it in deps
+
+  TaskId task_of(PieceRef r) const { return compute[r.op][r.piece]; }
+  std::size_t position_of(Task const& t) const { return position[t.op.value()][t.piece]; }
+};
+
+std::string describe(ir::Graph const& graph, Task const& t) {
+  std::string block =
+      "tensor '" + graph.tensor(t.tensor).name + "' " + tdl::box_to_string(t.region);
+  switch (t.kind) {
+  case TaskKind::compute:
+    return "op '" + graph.op(t.op).name + "' piece " + std::to_string(t.piece);
+  case TaskKind::transfer:
+    return "the transfer of " + block + " to device " + std::to_string(t.device);
+  case TaskKind::reduce:
+    return "the reduce task of " + block;
+  case TaskKind::swap_out:
+    return "the swap-out of " + block;
+  case TaskKind::swap_in:
+    return "the swap-in of " + block;
+  }
+  return block;
+}
+
+// What a swap amounts to in the program: the task that wrote the block and the readers that read
+// the copy swapped in.
+struct Resolved {
+  TaskId writer = 0;
+  std::vector<TaskId> late;
+};
+
+Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
+  auto fail = [&](std::string const& why) {
+    return Error(ErrorCode::invalid_argument, "the swap of tensor '" +
+                                                  c.graph.tensor(s.tensor).name + "' " +
+                                                  tdl::box_to_string(s.region) + " on device " +
+                                                  std::to_string(s.device) + ": " + why);
+  };
+  auto const& tasks = c.program.tasks;
+  std::optional<TaskId> writer;
+  std::string held;
+  for (TaskId i = 0; i < tasks.size(); ++i) {
+    Task const& t = tasks[i];
+    bool block = (t.kind == TaskKind::compute && !t.partial) || t.kind == TaskKind::reduce;
+    if (!block || t.device != s.device || t.tensor != s.tensor) continue;
+    if (t.region == s.region) writer = i;
+    held += " " + tdl::box_to_string(t.region);
+  }
+  if (!writer)
+    return fail("the region is not a block the device computes (the whole output of one of its "
+                "pieces or reduce tasks); its blocks of the tensor:" +
+                (held.empty() ? std::string(" none") : held));
+  Resolved r{*writer, {}};
+  std::size_t out = c.position[s.out_after.op][s.out_after.piece];
+  std::size_t in = c.position[s.in_before.op][s.in_before.piece];
+  Task const& w = tasks[*writer];
+  if (w.kind == TaskKind::compute && c.position_of(w) > out)
+    return fail("it is written by " + describe(c.graph, w) +
+                ", which the device's order runs after the swap-out's piece");
+  for (TaskId reader : c.readers[*writer]) {
+    Task const& t = tasks[reader];
+    if (t.kind != TaskKind::compute || t.device != s.device)
+      return fail(describe(c.graph, t) +
+                  " reads it; only blocks that no other task than the device's pieces reads can "
+                  "be swapped");
+    std::size_t at = c.position_of(t);
+    if (at > out && at < in)
+      return fail(describe(c.graph, t) +
+                  " reads it between the swap-out and the swap-in in the device's order");
+    if (at >= in) r.late.push_back(reader);
+  }
+  return r;
+}
+
+// The program with each swap's two tasks just after the block's writer (so that every task's
+// dependencies still come before it), its late readers reading the swap-in, and the ordering
+// edges of its points.
+Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
+  Program const& p = c.program;
+  auto const& swaps = c.plan.swaps;
+  std::vector<std::vector<std::size_t>> after_writer(p.tasks.size());
+  for (std::size_t k = 0; k < swaps.size(); ++k)
+    after_writer[resolved[k].writer].push_back(k);
+  std::vector<TaskId> id(p.tasks.size());
+  std::vector<TaskId> out_id(swaps.size());
+  TaskId next = 0;
+  for (TaskId i = 0; i < p.tasks.size(); ++i) {
+    id[i] = next++;
+    for (auto k : after_writer[i]) {
+      out_id[k] = next;
+      next += 2;
+    }
+  }
+  Program q;
+  q.num_devices = p.num_devices;
+  q.initial = p.initial;
+  q.tasks.resize(next);
+  for (TaskId i = 0; i < p.tasks.size(); ++i) {
+    Task& t = q.tasks[id[i]];
+    t = p.tasks[i];
+    for (auto& d : t.deps)
+      d = id[d];
+  }
+  for (std::size_t k = 0; k < swaps.size(); ++k) {
+    auto const& s = swaps[k];
+    Task const& w = p.tasks[resolved[k].writer];
+    Task out;
+    out.kind = TaskKind::swap_out;
+    out.device = s.device;
+    out.op = w.op;
+    out.tensor = s.tensor;
+    out.region = s.region;
+    out.bytes =
+        Bytes(tdl::box_volume(s.region) * ir::dtype_bytes(c.graph.tensor(s.tensor).type.dtype));
+    out.deps = {id[resolved[k].writer]};
+    Task in = out;
+    in.kind = TaskKind::swap_in;
+    in.deps = {out_id[k]};
+    TaskId in_id = out_id[k] + 1;
+    q.tasks[out_id[k]] = std::move(out);
+    q.tasks[in_id] = std::move(in);
+    for (TaskId reader : resolved[k].late)
+      std::replace(q.tasks[id[reader]].deps.begin(), q.tasks[id[reader]].deps.end(),
+                   id[resolved[k].writer], in_id);
+    auto const& order = c.plan.order[static_cast<std::size_t>(s.device)];
+    PieceRef issue =
+        s.in_after ? *s.in_after : order[c.position[s.in_before.op][s.in_before.piece] - 1];
+    q.ordering.push_back({out_id[k], id[c.task_of(s.out_after)]});
+    q.ordering.push_back({in_id, id[c.task_of(issue)]});
+    TaskId before = id[c.task_of(s.in_before)];
+    auto const& deps = q.tasks[before].deps;
+    if (std::find(deps.begin(), deps.end(), in_id) == deps.end())
+      q.ordering.push_back({before, in_id});
+  }
+  q.collectives = p.collectives;
+  for (auto& col : q.collectives)
+    for (auto& m : col.members)
+      m = id[m];
+  return q;
+}
+
+// The program's dependencies between the units the simulator schedules (a task in no
+// collective, or a whole collective: its members start together), each edge with the tasks it
+// comes from: a compressed list per unit.
+struct UnitGraph {
+  struct Edge {
+    TaskId task;       // waits
+    TaskId after;      // for this one
+    bool ordering;     // an ordering edge, not a dependency
+    std::uint32_t to;  // after's unit
+  };
+  std::vector<std::uint32_t> first;  // per unit, into edges
+  std::vector<Edge> edges;
+
+  explicit UnitGraph(Program const& p) {
+    std::vector<std::uint32_t> unit(p.tasks.size());
+    for (TaskId i = 0; i < p.tasks.size(); ++i)
+      unit[i] = i;
+    for (std::size_t c = 0; c < p.collectives.size(); ++c)
+      for (auto m : p.collectives[c].members)
+        unit[m] = static_cast<std::uint32_t>(p.tasks.size() + c);
+    std::vector<std::vector<Edge>> out(p.tasks.size() + p.collectives.size());
+    auto add = [&](TaskId task, TaskId after, bool ordering) {
+      if (unit[task] != unit[after])
+        out[unit[task]].push_back({task, after, ordering, unit[after]});
+    };
+    for (TaskId i = 0; i < p.tasks.size(); ++i)
+      for (TaskId d : p.tasks[i].deps)
+        add(i, d, false);
+    for (auto const& e : p.ordering)
+      add(e.task, e.after, true);
+    first.push_back(0);
+    for (auto& list : out) {
+      edges.insert(edges.end(), list.begin(), list.end());
+      first.push_back(static_cast<std::uint32_t>(edges.size()));
+    }
+  }
+  std::size_t units() const { return first.size() - 1; }
+};
+
+// An error naming an ordering edge on a cycle of the program's units, if there is one: an order
+// that the simulator could not follow (and the runtime might deadlock on).
+Status check_acyclic(ir::Graph const& graph, Program const& p) {
+  UnitGraph g(p);
+  enum : std::uint8_t { fresh, open, done };
+  std::vector<std::uint8_t> state(g.units(), fresh);
+  struct Frame {
+    std::uint32_t unit;
+    std::uint32_t next;  // the next of its edges to follow
+  };
+  for (std::uint32_t root = 0; root < g.units(); ++root) {
+    if (state[root] != fresh) continue;
+    std::vector<Frame> stack{{root, g.first[root]}};
+    state[root] = open;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next == g.first[f.unit + 1]) {
+        state[f.unit] = done;
+        stack.pop_back();
+        continue;
+      }
+      std::uint32_t v = g.edges[f.next++].to;
+      if (state[v] == fresh) {
+        state[v] = open;
+        stack.push_back({v, g.first[v]});
+        continue;
+      }
+      if (state[v] == done) continue;
+      // A cycle: from v's frame to the top, then back to v. Name an ordering edge on it,
+      // preferably one between two pieces of a device's order.
+      auto from =
+          std::find_if(stack.begin(), stack.end(), [&](Frame const& h) { return h.unit == v; });
+      std::optional<UnitGraph::Edge> named;
+      for (auto it = from; it != stack.end(); ++it) {
+        auto const& e = g.edges[it->next - 1];
+        if (!e.ordering) continue;
+        bool pieces =
+            p.tasks[e.task].kind == TaskKind::compute && p.tasks[e.after].kind == TaskKind::compute;
+        if (!named || pieces) named = e;
+        if (pieces) break;
+      }
+      CLEAVE_ASSERT(named.has_value(), "the program's data dependencies form a cycle");
+      Task const& a = p.tasks[named->task];
+      Task const& b = p.tasks[named->after];
+      return Error(ErrorCode::invalid_argument,
+                   "the plan's order of device " + std::to_string(a.device) + " runs " +
+                       describe(graph, b) + " before " + describe(graph, a) +
+                       ", but the former needs what the latter computes (directly or through "
+                       "other tasks, or a collective that runs as one): the order contradicts the "
+                       "data dependencies");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& program) {
+  if (plan.order.empty()) return Status::ok();
+  Context c{graph, plan, program, {}, {}, {}};
+  c.compute.resize(graph.num_ops());
+  c.position.resize(graph.num_ops());
+  for (std::size_t o = 0; o < graph.num_ops(); ++o) {
+    c.compute[o].resize(plan.ops[o].devices.size());
+    c.position[o].resize(plan.ops[o].devices.size());
+  }
+  for (TaskId i = 0; i < program.tasks.size(); ++i)
+    if (program.tasks[i].kind == TaskKind::compute)
+      c.compute[program.tasks[i].op.value()][program.tasks[i].piece] = i;
+  for (auto const& order : plan.order)
+    for (std::size_t k = 0; k < order.size(); ++k)
+      c.position[order[k].op][order[k].piece] = k;
+  Program scheduled;
+  if (plan.swaps.empty()) {
+    scheduled = program;
+  } else {
+    c.readers.resize(program.tasks.size());
+    for (TaskId i = 0; i < program.tasks.size(); ++i)
+      for (TaskId d : program.tasks[i].deps)
+        c.readers[d].push_back(i);
+    std::vector<Resolved> resolved;
+    std::vector<bool> swapped(program.tasks.size(), false);
+    for (auto const& s : plan.swaps) {
+      CLEAVE_TRY(Resolved r, resolve(c, s));
+      if (swapped[r.writer])
+        return Error(ErrorCode::invalid_argument, "the plan swaps tensor '" +
+                                                      graph.tensor(s.tensor).name + "' " +
+                                                      tdl::box_to_string(s.region) + " on device " +
+                                                      std::to_string(s.device) + " twice");
+      swapped[r.writer] = true;
+      resolved.push_back(std::move(r));
+    }
+    scheduled = with_swaps(c, resolved);
+  }
+  // Compute tasks keep their relative places: their new ids from the old ones.
+  std::vector<TaskId> now;
+  for (TaskId i = 0; i < scheduled.tasks.size(); ++i)
+    if (scheduled.tasks[i].kind == TaskKind::compute) now.push_back(i);
+  std::vector<TaskId> renumber(program.tasks.size(), 0);
+  std::size_t k = 0;
+  for (TaskId i = 0; i < program.tasks.size(); ++i)
+    if (program.tasks[i].kind == TaskKind::compute) renumber[i] = now[k++];
+  for (auto const& order : plan.order)
+    for (std::size_t j = 1; j < order.size(); ++j)
+      scheduled.ordering.push_back(
+          {renumber[c.task_of(order[j])], renumber[c.task_of(order[j - 1])]});
+  CLEAVE_CHECK_OK(check_acyclic(graph, scheduled));
+  program = std::move(scheduled);
+  return Status::ok();
+}
+
+}  // namespace cleave::lower

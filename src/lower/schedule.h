@@ -1,0 +1,28 @@
+// The plan's schedule applied to a lowered program: its per-device orders and its swaps
+// (plan.h). The lowering builds the program's data dependencies first (lowering.h); this pass
+// then
+//
+// - adds, per device, an ordering-only edge (Program::ordering) from each compute piece to the
+//   one before it in the device's order, so that the simulator and the runtime, which both run a
+//   task once everything it waits for has ended, run each device's pieces in exactly that order;
+// - turns each swap into a swap-out task (it reads the block, after the piece it follows; it frees
+//   the block, lifetime.h) and a swap-in task (it reads the swap-out's host copy, after the piece
+//   that issues it), both placed just after the block's writer in the task list; the device's
+//   pieces from `in_before` on read the swapped-in block instead of the original;
+// - checks that the orders agree with the data dependencies, a collective counting as one unit
+//   (its members start together in the simulator): an order that would make a cycle is an error
+//   naming two pieces of it.
+//
+// Swaps are limited to what a device alone decides: the block is the whole output of one of its
+// compute pieces or reduce tasks, and no other device reads it (docs/runtime.md).
+#pragma once
+
+#include "lower/program.h"
+#include "plan/plan.h"
+
+namespace cleave::lower {
+
+// `program` is the lowering of `plan` without its schedule; on error it is unchanged.
+Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& program);
+
+}  // namespace cleave::lower

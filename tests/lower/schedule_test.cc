@@ -1,0 +1,229 @@
+// The plan's schedule in the lowering (schedule.h): orders become ordering-only edges that keep no
+// block alive, swaps become a swap-out and a swap-in whose late readers read the copy, the
+// program still computes what the graph computes, and bad schedules are clear errors. Also the
+// per-tensor fetch policy and the plan format's version 2.
+#include <functional>
+#include <gtest/gtest.h>
+
+#include "autodiff/training_graph.h"
+#include "lower/lifetime.h"
+#include "lower/lowering.h"
+#include "lower/reference_run.h"
+#include "lower/reference_check.h"
+#include "lower/test_models.h"
+#include "models/model_zoo.h"
+#include "ops/op_builder.h"
+#include "ops/reference_executor.h"
+#include "plan/plan_json.h"
+
+namespace cleave::lower {
+namespace {
+
+using namespace testing;
+
+struct Mlp {
+  std::unique_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();
+  ir::Graph graph = *autodiff::build_training_graph(
+      *models::ModelZoo::with_builtins().build("mlp:layers=2,hidden=8,input=6,classes=3,batch=4",
+                                               *registry),
+      *registry);
+  plan::Plan single = plan::single_device_plan(graph, *registry);
+};
+
+TEST(Schedule, OrdersAreOrderingEdgesThatKeepNoBlockAlive) {
+  Mlp m;
+  auto plain = lower(m.graph, m.single, *m.registry);
+  ASSERT_TRUE(plain.has_value());
+  plan::Plan p = with_swapped_activations(m.graph, m.single, /*gap=*/1000);
+  ASSERT_TRUE(p.swaps.empty());
+  auto ordered = lower(m.graph, p, *m.registry);
+  ASSERT_TRUE(ordered.has_value()) << ordered.error().to_string();
+  // The same tasks, plus one edge per consecutive pair of pieces; the same lifetimes.
+  ASSERT_EQ(ordered->tasks.size(), plain->tasks.size());
+  EXPECT_EQ(ordered->ordering.size(), m.graph.num_ops() - 1);
+  EXPECT_TRUE(plain->ordering.empty());
+  auto a = output_lifetimes(*plain), b = output_lifetimes(*ordered);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i].readers, b[i].readers);
+  expect_computes_the_graph(m.graph, *ordered, *m.registry, /*seed=*/7);
+}
+
+TEST(Schedule, SwapsAreLoweredToHostCopiesThatLateReadersRead) {
+  Mlp m;
+  plan::Plan p = with_swapped_activations(m.graph, m.single, /*gap=*/2);
+  ASSERT_FALSE(p.swaps.empty());
+  auto program = lower(m.graph, p, *m.registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  auto lifetimes = output_lifetimes(*program);
+  std::size_t outs = 0;
+  for (TaskId i = 0; i < program->tasks.size(); ++i) {
+    Task const& t = program->tasks[i];
+    if (t.kind != TaskKind::swap_out) continue;
+    ++outs;
+    // The swap-out reads its block's writer, whose block it frees; the swap-in follows it and is
+    // read by every backward reader of the tensor.
+    TaskId writer = t.deps.at(0);
+    EXPECT_TRUE(lifetimes[writer].swapped);
+    EXPECT_FALSE(lifetimes[i].allocates);
+    Task const& in = program->tasks[i + 1];
+    EXPECT_EQ(in.kind, TaskKind::swap_in);
+    EXPECT_EQ(in.deps, std::vector<TaskId>{i});
+    for (TaskId r : lifetimes[i + 1].readers)
+      EXPECT_TRUE(m.graph.op(program->tasks[r].op).forward.valid());
+    EXPECT_FALSE(lifetimes[i + 1].readers.empty());
+    for (TaskId r : lifetimes[writer].readers)
+      EXPECT_TRUE(r == i || !m.graph.op(program->tasks[r].op).forward.valid());
+  }
+  EXPECT_EQ(outs, p.swaps.size());
+  expect_computes_the_graph(m.graph, *program, *m.registry, /*seed=*/7);
+}
+
+// Each check: a plan made bad one way, and what its error must say.
+TEST(Schedule, BadSchedulesAreClearErrors) {
+  Mlp m;
+  plan::Plan good = with_swapped_activations(m.graph, m.single, /*gap=*/2);
+  ASSERT_FALSE(good.swaps.empty());
+  struct Case {
+    std::function<void(plan::Plan&)> change;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](plan::Plan& p) { p.order.clear(); }, "orders no device"},
+      {[](plan::Plan& p) { std::swap(p.swaps[0].out_after, p.swaps[0].in_before); },
+       "which the device's order runs before swapping out"},
+      {[](plan::Plan& p) { p.swaps[0].region[0].hi -= 1; }, "is not a block the device computes"},
+      {[](plan::Plan& p) { p.swaps[0].region[0].hi += 1; }, "inside the tensor's shape"},
+      {[](plan::Plan& p) { p.swaps[0].device = 1; }, "no such device"},
+      {[](plan::Plan& p) { p.swaps.push_back(p.swaps[0]); }, "twice"},
+      {[&](plan::Plan& p) { p.swaps[0].in_after = p.swaps[0].in_before; },
+       "it issues the swap-in after"},
+      {[](plan::Plan& p) { p.swaps[0].in_before = p.order[0].back(); },
+       "reads it between the swap-out and the swap-in"},
+      {[](plan::Plan& p) {
+         p.tensor_fetch = {{ir::TensorId(0)}, {ir::TensorId(0)}};
+       },
+       "fetch policy of tensor"},
+      {[&](plan::Plan& p) { p.tensor_fetch = {{ir::TensorId(99999)}}; }, "does not have"},
+  };
+  for (auto const& c : cases) {
+    plan::Plan p = good;
+    c.change(p);
+    auto program = lower(m.graph, p, *m.registry);
+    ASSERT_FALSE(program.has_value()) << c.message;
+    EXPECT_NE(program.error().message().find(c.message), std::string::npos)
+        << c.message << "\n"
+        << program.error().message();
+  }
+}
+
+// The simulator starts a collective's members together, so an order that only a collective
+// makes cyclic is an error too: b's piece 0 on device 1 reads a's piece 0 from device 0 and b's
+// piece 1 on device 0 reads a's piece 1 from device 1, an all-gather; device 1 running b's piece 0
+// before a's piece 1 waits on the all-gather, which waits on a's piece 1.
+TEST(Schedule, AnOrderCyclicOnlyThroughACollectiveIsAnError) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ops::OpBuilder b(*registry);
+  auto x = b.input("x", {4, 8});
+  auto y = b.op("relu", {x}, {}, "a");
+  b.op("relu", {y}, {}, "b");
+  ir::Graph g = *b.finish();
+  plan::Plan p = plan::single_device_plan(g, *registry);
+  p.num_devices = 2;
+  p.ops[0] = {{2, 1}, {0, 1}};
+  p.ops[1] = {{2, 1}, {1, 0}};
+  auto plain = lower(g, p, *registry);
+  ASSERT_TRUE(plain.has_value()) << plain.error().to_string();
+  ASSERT_EQ(plain->collectives.size(), 1u);
+  EXPECT_EQ(plain->collectives[0].kind, CollectiveKind::all_gather);
+  p.order = {{{0, 0}, {1, 1}}, {{1, 0}, {0, 1}}};
+  auto ordered = lower(g, p, *registry);
+  ASSERT_FALSE(ordered.has_value());
+  EXPECT_NE(ordered.error().message().find("runs op 'b' piece 0 before op 'a' piece 1"),
+            std::string::npos)
+      << ordered.error().message();
+  p.order = {{{0, 0}, {1, 1}}, {{0, 1}, {1, 0}}};
+  EXPECT_TRUE(lower(g, p, *registry).has_value());
+}
+
+// A plan-wide fetch policy and the same policy set tensor by tensor lower alike; an override
+// changes only what its tensor's readers fetch.
+TEST(Schedule, PerTensorFetchPolicies) {
+  Mlp m;
+  auto cluster_plan = [&](plan::FetchPolicy f) {
+    plan::Plan p = m.single;
+    p.num_devices = 2;
+    // The updates on device 1, the rest on device 0: the weights live on device 1, and device 0
+    // reads them in the forward and in the backward pass.
+    for (auto const& op : m.graph.ops()) {
+      auto role = m.graph.tensor(op.outputs[0]).role;
+      bool update = role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state;
+      p.ops[op.id.value()].devices = {update ? 1 : 0};
+    }
+    p.fetch = f;
+    return p;
+  };
+  plan::Plan by_plan = cluster_plan(plan::FetchPolicy::per_pass);
+  plan::Plan by_tensor = cluster_plan(plan::FetchPolicy::shared);
+  for (auto const& t : m.graph.tensors())
+    by_tensor.tensor_fetch.push_back({t.id, plan::FetchPolicy::per_pass});
+  auto a = lower(m.graph, by_plan, *m.registry);
+  auto b = lower(m.graph, by_tensor, *m.registry);
+  auto shared = lower(m.graph, cluster_plan(plan::FetchPolicy::shared), *m.registry);
+  ASSERT_TRUE(a.has_value() && b.has_value() && shared.has_value());
+  ASSERT_EQ(a->tasks.size(), b->tasks.size());
+  for (std::size_t i = 0; i < a->tasks.size(); ++i) {
+    EXPECT_EQ(a->tasks[i].deps, b->tasks[i].deps);
+    EXPECT_EQ(a->tasks[i].region, b->tasks[i].region);
+  }
+  EXPECT_NE(a->tasks.size(), shared->tasks.size()) << "per-pass should fetch more here";
+  expect_computes_the_graph(m.graph, *b, *m.registry, /*seed=*/7);
+}
+
+TEST(Schedule, ReconfigureDropsTheScheduleAndRenumbers) {
+  Mlp m;
+  plan::Plan p = with_swapped_activations(m.graph, m.single, /*gap=*/2);
+  auto lowering = Lowering::create(m.graph, p, *m.registry);
+  ASSERT_TRUE(lowering.has_value());
+  EXPECT_FALSE(lowering->program().ordering.empty());
+  ir::OpId op = m.graph.topo_order()[0];
+  ASSERT_TRUE(lowering->reconfigure(op, p.ops[op.value()]).is_ok());
+  EXPECT_TRUE(lowering->plan().order.empty());
+  EXPECT_TRUE(lowering->plan().swaps.empty());
+  auto fresh = lower(m.graph, lowering->plan(), *m.registry);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_TRUE(lowering->program().ordering.empty());
+  ASSERT_EQ(lowering->program().tasks.size(), fresh->tasks.size());
+  for (std::size_t i = 0; i < fresh->tasks.size(); ++i)
+    EXPECT_EQ(lowering->program().tasks[i].deps, fresh->tasks[i].deps);
+  for (auto const& prev : lowering->previous_ids())
+    EXPECT_FALSE(prev.has_value());
+}
+
+TEST(PlanJson, Version2CarriesTheScheduleAndVersion1Loads) {
+  Mlp m;
+  plan::Plan p = with_swapped_activations(m.graph, m.single, /*gap=*/2);
+  p.swaps[0].in_after = p.order[0][3];
+  p.tensor_fetch = {{ir::TensorId(2), plan::FetchPolicy::per_pass}};
+  std::string text = plan::plan_to_json(p);
+  EXPECT_NE(text.find("\"format\":\"cleave.plan/2\""), std::string::npos);
+  auto back = plan::plan_from_json(text);
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  EXPECT_EQ(back->order, p.order);
+  EXPECT_EQ(back->swaps, p.swaps);
+  EXPECT_EQ(back->tensor_fetch, p.tensor_fetch);
+  EXPECT_EQ(plan::plan_to_json(*back), text);
+  auto bad = text;
+  bad.replace(bad.find("\"per-pass\""), 10, "\"eager\"");
+  auto rejected = plan::plan_from_json(bad);
+  ASSERT_FALSE(rejected.has_value());
+  EXPECT_NE(rejected.error().message().find("\"tensor_fetch\" policy is \"eager\""),
+            std::string::npos)
+      << rejected.error().message();
+  auto v1 = plan::load_plan(std::string(CLEAVE_PLAN_GOLDEN_DIR) + "/plan_v1_mlp_tofu.json");
+  ASSERT_TRUE(v1.has_value()) << v1.error().to_string();
+  EXPECT_EQ(v1->fetch, plan::FetchPolicy::per_pass);
+  EXPECT_TRUE(v1->swaps.empty() && v1->tensor_fetch.empty() && v1->order.empty());
+}
+
+}  // namespace
+}  // namespace cleave::lower
