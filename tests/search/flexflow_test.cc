@@ -114,6 +114,30 @@ TEST(FlexFlow, OneIterationLeavesAValidPlanAndTheCourseRoundTrips) {
   EXPECT_FALSE(unbudgeted->provenance.budget_exhausted);
 }
 
+// With devices just big enough for the smaller of the data-parallel and expert plans' peaks, the
+// other does not fit: the result fits, whatever the step times.
+TEST(FlexFlow, TheResultFitsWhenAFittingPlanWasSeen) {
+  std::string const model = "mlp:layers=2,hidden=512,input=512,classes=512,batch=8";
+  Planning roomy(model, "cpu:devices=4", 8);
+  auto peak = [&](Expected<plan::Plan> p) {
+    p->num_devices = 4;
+    auto program = lower::lower(roomy.graph, *p, *roomy.registry);
+    auto memory = sim::predict(roomy.graph, *program, *roomy.cost, 8).peak_memory_bytes;
+    return *std::max_element(memory.begin(), memory.end());
+  };
+  auto ctx = roomy.context(300);
+  std::int64_t dp = peak(data_parallel(ctx)), ex = peak(expert(ctx));
+  ASSERT_NE(dp, ex);
+  Planning tight(model, "cpu:devices=4,memory=" + std::to_string(std::min(dp, ex)) + "B", 8);
+  auto p = make_plan("flexflow", tight.context(300));
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  p->num_devices = 4;
+  auto program = lower::lower(tight.graph, *p, *tight.registry);
+  ASSERT_TRUE(program.has_value());
+  EXPECT_TRUE(sim::predict(tight.graph, *program, *tight.cost, 8).fits) << p->provenance.config;
+  EXPECT_NE(p->provenance.config.find("fits=yes"), std::string::npos);
+}
+
 TEST(FlexFlow, BadOptionsAreErrors) {
   Planning s(mlp, "cpu:devices=2", 16);
   auto ctx = s.context(10);

@@ -113,7 +113,8 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
 INSTANTIATE_TEST_SUITE_P(Models, Delta, ::testing::Values("mlp", "cnn", "attention"));
 
 // A plan with a schedule (order and swaps) is simulated with it; the first change drops the
-// schedule (it names the old pieces) and the prediction is still the full one of the changed plan.
+// schedule (it names the old pieces) and the prediction is still the full one of the changed plan;
+// undoing it restores the schedule.
 TEST(DeltaSchedule, TheFirstChangeDropsTheScheduleAndStaysExact) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = *autodiff::build_training_graph(
@@ -133,6 +134,17 @@ TEST(DeltaSchedule, TheFirstChangeDropsTheScheduleAndStaysExact) {
   ASSERT_TRUE(scheduled.has_value());
   expect_same_program(delta->program(), *scheduled);
   expect_identical(delta->prediction(), predict(g, *scheduled, cost, 4), "scheduled");
+  // Undoing the first change brings the schedule back with the program it applied to.
+  {
+    Rng first(5);
+    ir::OpId op(static_cast<std::uint32_t>(first() % g.num_ops()));
+    ASSERT_TRUE(
+        delta->apply(op, lower::testing::random_config(g, *registry, op, 2, first)).has_value());
+    delta->undo();
+    EXPECT_EQ(delta->plan().swaps, plan.swaps);
+    expect_same_program(delta->program(), *scheduled);
+    expect_identical(delta->prediction(), predict(g, *scheduled, cost, 4), "undone");
+  }
   Rng rng(11);
   for (int change = 0; change < 4; ++change) {
     ir::OpId op(static_cast<std::uint32_t>(rng() % g.num_ops()));
