@@ -36,7 +36,7 @@ struct Run {
   std::int64_t proposals = 0;
 };
 
-Run search(search::SearchContext ctx, std::int64_t proposals, std::string const& simulator) {
+Run run_search(search::SearchContext ctx, std::int64_t proposals, std::string const& simulator) {
   ctx.budget.iterations = proposals;
   ctx.options = {{"simulator", simulator}};
   auto p = must(search::make_plan("flexflow", ctx));
@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
     auto cluster = must(cluster::load_cluster(c.cluster));
     cost::CostModel cost(cluster);
     search::SearchContext ctx{g, *registry, cost, c.cluster, c.model, c.batch, 1};
-    Run delta = search(ctx, proposals, "delta");
-    Run full = search(ctx, full_proposals, "full");
+    Run delta = run_search(ctx, proposals, "delta");
+    Run full = run_search(ctx, full_proposals, "full");
     UndoCost u = undo_cost(ctx, 40);
     std::printf("%s%s%s%zu%s%.1f%s%.1f%s%.1fx%s%.2f%s%.5f%s%s%s%.2f%s%.2f%s%.2f%s\n",
                 markdown ? "| " : "", c.name.c_str(), sep, g.num_ops(), sep, delta.proposals_per_s,
