@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages cleave needs to build, test and benchmark. Idempotent: installs
 # only what is missing. oneDNN is the runtime's kernels (its CMake config needs the OpenCL
 # headers); libonnx + protobuf the importer; python3-torch/torchvision/onnx export the importer's
-# test models; clang + its runtime build the importer's fuzz target (libFuzzer).
+# test models; clang + its runtime build the importer's fuzz target (libFuzzer); METIS the
+# mincut search's partitioner.
 set -euo pipefail
 
 PACKAGES=(
@@ -13,6 +14,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   python3-onnx python3-torch python3-torchvision python3-numpy
   clang libclang-rt-14-dev
+  libmetis-dev
 )
 
 missing=()

@@ -3,14 +3,13 @@
 // spec to plan with, and the runtime's measured steps of a workload (the given plans, or
 // data-parallel plans of built-in models) give exact entries per piece and per-op-type
 // efficiencies.
-#include <fmt/format.h>
-
 #include <ctime>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "api/plan_input.h"
 #include "autodiff/training_graph.h"
 #include "cli/commands.h"
-#include "cli/plan_input.h"
 #include "cluster/presets.h"
 #include "lower/program.h"
 #include "runtime/calibrate.h"
@@ -43,7 +42,7 @@ Expected<std::vector<Workload>> given_plans(ops::OpRegistry const& registry,
                                             cluster::Cluster const& cluster) {
   std::vector<Workload> out;
   for (auto const& path : cmd.plans) {
-    CLEAVE_TRY(PlanInput in, load_plan_input(path, registry, cmd.training));
+    CLEAVE_TRY(api::PlanInput in, api::load_plan_input(path, registry, cmd.training));
     if (in.plan.num_devices != static_cast<int>(cluster.num_devices()))
       return Error(ErrorCode::invalid_argument,
                    fmt::format("plan '{}' is for {} devices but --cluster {} has {}; plan for "
@@ -60,7 +59,7 @@ Expected<std::vector<Workload>> default_plans(ops::OpRegistry const& registry,
                                               cluster::Cluster const& cluster) {
   std::vector<Workload> out;
   for (auto const& model : default_workload()) {
-    CLEAVE_TRY(ModelInput in, load_model(model, registry, cmd.training));
+    CLEAVE_TRY(api::ModelInput in, api::load_model(model, registry, cmd.training));
     cost::CostModel cost(cluster);
     search::SearchContext ctx{in.training, registry, cost, spec, model, in.batch, 0};
     CLEAVE_TRY(plan::Plan p, search::make_plan("data-parallel", ctx));
@@ -78,7 +77,8 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
     if (d.kind != "cpu-core")
       return report(Error(ErrorCode::invalid_argument,
                           "calibrate measures this machine's CPU cores: --cluster must be the "
-                          "cpu preset (cpu:devices=N), not '" + cmd.cluster + "'"));
+                          "cpu preset (cpu:devices=N), not '" +
+                              cmd.cluster + "'"));
   auto work = given_plans(registry, cmd, *cluster);
   if (!work) return report(work.error());
   runtime::CalibrateOptions options;
@@ -154,14 +154,15 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
   text += fmt::format("measured {} step(s) of:\n", cmd.steps);
   for (std::size_t i = 0; i < work->size(); ++i) {
     auto const& s = measured[i].step_seconds;
-    text += fmt::format("  {:<60} {:.4f} s per step\n", (*work)[i].label,
-                        s.empty() ? 0.0 : s.back());
+    text +=
+        fmt::format("  {:<60} {:.4f} s per step\n", (*work)[i].label, s.empty() ? 0.0 : s.back());
   }
   text += "efficiency by op type (of the measured peak):\n";
   for (auto const& [op, e] : calibration->efficiency)
     text += fmt::format("  {:<28} {:.3f}\n", op, e);
-  text += fmt::format("wrote {} ({} exact entries); plan with --cluster '{}' and pass --profile {}\n",
-                      cmd.output, table.entries().size(), spec, cmd.output);
+  text +=
+      fmt::format("wrote {} ({} exact entries); plan with --cluster '{}' and pass --profile {}\n",
+                  cmd.output, table.entries().size(), spec, cmd.output);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }

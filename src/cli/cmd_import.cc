@@ -8,13 +8,13 @@
 namespace cleave::cli {
 
 int run_import(ops::OpRegistry const& registry, ImportCommand const& cmd) {
-  auto imported = import_onnx(cmd.model, registry, cmd.training);
+  auto imported = api::import_onnx(cmd.model, registry, cmd.training);
   if (!imported) return report(imported.error());
   auto const& s = imported->stats;
   ir::Graph const* out = &imported->forward;
   std::optional<ir::Graph> training;
   if (cmd.training_graph) {
-    auto options = training_options(cmd.training);
+    auto options = api::training_options(cmd.training);
     if (!options) return report(options.error());
     options->loss = imported->loss;
     auto g = autodiff::build_training_graph(imported->forward, registry, *options);

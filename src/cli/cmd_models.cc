@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "api/model_input.h"
 #include "cli/commands.h"
-#include "cli/model_input.h"
 #include "ir/graph_json.h"
 #include "report/model_summary.h"
 
@@ -37,7 +37,7 @@ int run_models(bool json) {
 }
 
 int run_inspect(ops::OpRegistry const& registry, InspectCommand const& cmd) {
-  auto model = load_model(cmd.model, registry, cmd.training);
+  auto model = api::load_model(cmd.model, registry, cmd.training);
   if (!model) return report(model.error());
   std::optional<std::int64_t> forward_ops;
   if (model->forward) forward_ops = static_cast<std::int64_t>(model->forward->num_ops());
@@ -49,7 +49,7 @@ int run_inspect(ops::OpRegistry const& registry, InspectCommand const& cmd) {
 }
 
 int run_export_graph(ops::OpRegistry const& registry, ExportGraphCommand const& cmd) {
-  auto model = load_model(cmd.model, registry, cmd.training);
+  auto model = api::load_model(cmd.model, registry, cmd.training);
   if (!model) return report(model.error());
   ir::Graph const& g = cmd.forward_only && model->forward ? *model->forward : model->training;
   auto st = ir::save_graph(g, cmd.output);

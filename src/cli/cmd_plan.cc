@@ -1,15 +1,17 @@
-// `cleave plan` (make a plan and predict it), `cleave simulate` (predict a saved plan, optionally
+// `cleave plan` (make a plan and evaluate it), `cleave simulate` (evaluate a saved plan, optionally
 // writing the simulated timeline as a Chrome trace) and `cleave compare` (every algorithm side by
 // side on one model and cluster).
 #include <cstdio>
 
+#include "api/evaluate.h"
+#include "api/plan_input.h"
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/plan_input.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "ir/graph_json.h"
 #include "plan/plan_json.h"
+#include "report/memory_report.h"
 #include "report/plan_report.h"
 #include "search/common/progress.h"
 #include "search/search.h"
@@ -17,24 +19,6 @@
 
 namespace cleave::cli {
 namespace {
-
-Expected<sim::Prediction> predict_plan(ModelInput const& model, plan::Plan const& p,
-                                       cost::CostModel const& cost, ops::OpRegistry const& registry,
-                                       lower::Program* program_out = nullptr) {
-  CLEAVE_TRY(lower::Program program, lower::lower(model.training, p, registry));
-  auto prediction = sim::predict(model.training, program, cost, model.batch);
-  if (program_out) *program_out = std::move(program);
-  return prediction;
-}
-
-// Ideal step time: the single-device step on the cluster's first device, divided by the devices.
-Expected<double> ideal_step(ModelInput const& model, cost::CostModel const& cost,
-                            ops::OpRegistry const& registry) {
-  plan::Plan single = plan::single_device_plan(model.training, registry);
-  single.num_devices = static_cast<int>(cost.cluster().num_devices());
-  CLEAVE_TRY(sim::Prediction p, predict_plan(model, single, cost, registry));
-  return p.step_time_s / static_cast<double>(cost.cluster().num_devices());
-}
 
 // What a search is given besides the model and the cluster, from the command's flags.
 struct SearchSettings {
@@ -55,8 +39,9 @@ Expected<SearchSettings> search_settings(SearchFlags const& flags, std::uint64_t
   return out;
 }
 
-// `ideal_step_s` is computed once per model and cluster (ideal_step) and shared by the rows.
-Expected<report::PlanRow> plan_row(ModelInput const& model, cost::CostModel const& cost,
+// `ideal_step_s` is computed once per model and cluster (api::ideal_step_time) and shared by the
+// rows.
+Expected<report::PlanRow> plan_row(api::ModelInput const& model, cost::CostModel const& cost,
                                    std::string const& cluster_spec, std::string const& algo,
                                    SearchSettings const& settings, double ideal_step_s,
                                    ops::OpRegistry const& registry,
@@ -75,7 +60,7 @@ Expected<report::PlanRow> plan_row(ModelInput const& model, cost::CostModel cons
   report::PlanRow row;
   row.algorithm = algo;
   row.search_time_s = p.provenance.search_time_s;
-  CLEAVE_TRY(row.prediction, predict_plan(model, p, cost, registry));
+  CLEAVE_TRY(row.evaluation, api::evaluate(model, p, cost, registry));
   row.ideal_step_time_s = ideal_step_s;
   if (plan_out) *plan_out = std::move(p);
   return row;
@@ -85,31 +70,33 @@ void print(std::string const& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
-// The table with its coverage (text output only: the JSON has measured_tasks and priced_tasks).
+// The table with its coverage (text output only: the JSON has measured_tasks and priced_tasks),
+// and for a single row the devices it overflows in detail.
 void print_rows(std::string const& model, std::string const& cluster,
                 std::vector<report::PlanRow> const& rows, std::string const& profile_path,
                 bool json) {
   if (json) return print(report::rows_to_json(model, cluster, rows));
   print(report::rows_to_text(model, cluster, rows));
+  if (rows.size() == 1) print(report::violations_to_text(rows.front().evaluation));
   if (profile_path.empty()) return;
   std::printf("\nprofile %s: compute and reduce tasks priced from measurements\n",
               profile_path.c_str());
   for (auto const& r : rows)
     std::printf("%-15s %lld of %lld\n", r.algorithm.c_str(),
-                static_cast<long long>(r.prediction.measured_tasks),
-                static_cast<long long>(r.prediction.priced_tasks));
+                static_cast<long long>(r.prediction().measured_tasks),
+                static_cast<long long>(r.prediction().priced_tasks));
 }
 
 }  // namespace
 
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
-  auto model = load_model(cmd.model, registry, cmd.training);
+  auto model = api::load_model(cmd.model, registry, cmd.training);
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
-  auto cost = cost_model(*cluster, cmd.profile);
+  auto cost = api::load_cost_model(*cluster, cmd.profile);
   if (!cost) return report(cost.error());
-  auto ideal = ideal_step(*model, *cost, registry);
+  auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
   auto settings = search_settings(cmd.search, cmd.seed);
   if (!settings) return report(settings.error());
@@ -120,42 +107,47 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
     auto st = plan::save_plan(p, cmd.output);
     if (!st) return report(st.error());
   }
-  print_rows(model->label, cmd.cluster, {*row}, cmd.profile, cmd.json);
+  std::vector<report::PlanRow> rows;
+  rows.push_back(std::move(*row));
+  print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
   if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
   return 0;
 }
 
 int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
-  auto input = load_plan_input(cmd.plan, registry, cmd.training);
+  auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
   if (!input) return report(input.error());
   auto const& [p, model, cluster] = *input;
-  auto cost = cost_model(cluster, cmd.profile);
+  auto cost = api::load_cost_model(cluster, cmd.profile);
   if (!cost) return report(cost.error());
-  lower::Program program;
-  auto prediction = predict_plan(model, p, *cost, registry, &program);
-  if (!prediction)
-    return report(prediction.error().with_context("in plan file '" + cmd.plan + "'"));
-  auto ideal = ideal_step(model, *cost, registry);
+  auto evaluation = api::evaluate(model, p, *cost, registry);
+  if (!evaluation)
+    return report(evaluation.error().with_context("in plan file '" + cmd.plan + "'"));
+  auto ideal = api::ideal_step_time(model, *cost, registry);
   if (!ideal) return report(ideal.error());
-  report::PlanRow row{p.provenance.algorithm, *prediction, *ideal, p.provenance.search_time_s};
+  report::PlanRow row{p.provenance.algorithm, std::move(*evaluation), *ideal,
+                      p.provenance.search_time_s};
   if (!cmd.trace.empty()) {
+    auto const& e = row.evaluation;
     auto st =
-        write_file_atomic(cmd.trace, report::chrome_trace(model.training, program, *prediction));
+        write_file_atomic(cmd.trace, report::chrome_trace(model.training, e.program, e.prediction));
     if (!st) return report(st.error());
   }
-  print_rows(model.label, p.cluster, {row}, cmd.profile, cmd.json);
+  std::vector<report::PlanRow> rows;
+  rows.push_back(std::move(row));
+  print_rows(model.label, p.cluster, rows, cmd.profile, cmd.json);
   return 0;
 }
 
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
-  auto model = load_model(cmd.model, registry, cmd.training);
+  auto model = api::load_model(cmd.model, registry, cmd.training);
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
   std::vector<std::string> algos = cmd.algos.empty() ? search::algorithms() : cmd.algos;
-  auto cost = cost_model(*cluster, cmd.profile);
+  auto cost = api::load_cost_model(*cluster, cmd.profile);
   if (!cost) return report(cost.error());
-  auto ideal = ideal_step(*model, *cost, registry);
+  auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
   auto settings = search_settings(cmd.search, /*seed=*/0);
   if (!settings) return report(settings.error());

@@ -8,14 +8,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "api/evaluate.h"
+#include "api/plan_input.h"
 #include "cli/commands.h"
-#include "cli/plan_input.h"
 #include "ops/split_report.h"
 #include "report/plan_report.h"
 #include "runtime/check.h"
 #include "runtime/comm_backend.h"
 #include "runtime/kernels/kernel.h"
-#include "sim/predict.h"
 #include "support/file_io.h"
 
 namespace cleave::cli {
@@ -34,7 +34,7 @@ struct RunOutcome {
   std::optional<runtime::CheckReport> check;
 };
 
-std::string to_text(PlanInput const& in, RunCommand const& cmd, RunOutcome const& out) {
+std::string to_text(api::PlanInput const& in, RunCommand const& cmd, RunOutcome const& out) {
   auto const& last = out.run.steps.back();
   double mean = 0;
   for (auto const& s : out.run.steps)
@@ -71,7 +71,7 @@ std::string to_text(PlanInput const& in, RunCommand const& cmd, RunOutcome const
   return text;
 }
 
-std::string to_json(PlanInput const& in, RunCommand const& cmd, RunOutcome const& out) {
+std::string to_json(api::PlanInput const& in, RunCommand const& cmd, RunOutcome const& out) {
   auto const& last = out.run.steps.back();
   auto steps = nlohmann::json::array();
   for (auto const& s : out.run.steps)
@@ -116,7 +116,7 @@ std::string to_json(PlanInput const& in, RunCommand const& cmd, RunOutcome const
 }  // namespace
 
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
-  auto input = load_plan_input(cmd.plan, registry, cmd.training);
+  auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
   if (!input) return report(input.error());
   auto const& [p, model, cluster] = *input;
   if (!cmd.fail_op.empty()) {
@@ -127,16 +127,18 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
       return report(Error(ErrorCode::not_found,
                           "--fail-op: the model has no op named '" + cmd.fail_op + "'"));
   }
-  auto program = lower::lower(model.training, p, registry);
-  if (!program) return report(program.error().with_context("in plan file '" + cmd.plan + "'"));
-  RunOutcome out;
-  auto cost = cost_model(cluster, cmd.profile);
+  auto cost = api::load_cost_model(cluster, cmd.profile);
   if (!cost) return report(cost.error());
-  out.prediction = sim::predict(model.training, *program, *cost, model.batch);
+  auto evaluation = api::evaluate(model, p, *cost, registry);
+  if (!evaluation)
+    return report(evaluation.error().with_context("in plan file '" + cmd.plan + "'"));
+  RunOutcome out;
+  out.prediction = std::move(evaluation->prediction);
   std::vector<runtime::DeviceInfo> devices;
   for (auto const& d : cluster.devices())
     devices.push_back({d.name, d.memory});
-  auto executor = runtime::Executor::create(model.training, std::move(*program), registry, devices);
+  auto executor =
+      runtime::Executor::create(model.training, std::move(evaluation->program), registry, devices);
   if (!executor) return report(executor.error());
   auto kernels = runtime::KernelRegistry::with_builtins();
   runtime::TrainingConfig config;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/model_input.h"
+#include "api/model_input.h"
 #include "ops/op_registry.h"
 
 namespace cleave::cli {
@@ -33,7 +33,7 @@ int run_models(bool json);
 
 struct InspectCommand {
   std::string model;  // zoo spec or graph file
-  TrainingFlags training;
+  api::TrainingFlags training;
   bool json = false;
 };
 int run_inspect(ops::OpRegistry const& registry, InspectCommand const& cmd);
@@ -41,7 +41,7 @@ int run_inspect(ops::OpRegistry const& registry, InspectCommand const& cmd);
 struct ExportGraphCommand {
   std::string model;
   std::string output;
-  TrainingFlags training;
+  api::TrainingFlags training;
   bool forward_only = false;
 };
 int run_export_graph(ops::OpRegistry const& registry, ExportGraphCommand const& cmd);
@@ -49,7 +49,7 @@ int run_export_graph(ops::OpRegistry const& registry, ExportGraphCommand const& 
 struct ImportCommand {
   std::string model;   // an .onnx file
   std::string output;  // cleave.graph/1 of the forward graph (with its loss)
-  TrainingFlags training;
+  api::TrainingFlags training;
   bool training_graph = false;  // write the training graph instead
 };
 int run_import(ops::OpRegistry const& registry, ImportCommand const& cmd);
@@ -77,7 +77,7 @@ struct PlanCommand {
   std::string algo = "data-parallel";
   std::string output;   // empty: do not write the plan
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
-  TrainingFlags training;
+  api::TrainingFlags training;
   SearchFlags search;
   std::uint64_t seed = 0;
   bool json = false;
@@ -88,7 +88,7 @@ struct SimulateCommand {
   std::string plan;     // a cleave.plan/2 file; its model and cluster are rebuilt from it
   std::string trace;    // empty: no trace
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
-  TrainingFlags training;
+  api::TrainingFlags training;
   bool json = false;
 };
 int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd);
@@ -98,7 +98,7 @@ struct CompareCommand {
   std::string cluster;
   std::vector<std::string> algos;  // empty: every algorithm
   std::string profile;             // a cleave.profile/1 table; empty: the roofline's defaults
-  TrainingFlags training;
+  api::TrainingFlags training;
   SearchFlags search;  // an option applies to every compared algorithm that declares it
   bool json = false;
 };
@@ -113,7 +113,7 @@ struct RunCommand {
   std::string trace;        // empty: no trace; else the last step's measured Chrome trace
   std::string fail_op;      // fault injection (tests): the compute tasks of this op fail
   std::string profile;      // cleave.profile/1 table for the prediction shown beside the run
-  TrainingFlags training;
+  api::TrainingFlags training;
   bool json = false;
 };
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd);
@@ -123,7 +123,7 @@ struct CalibrateCommand {
   std::string output = "cleave-profile.json";
   std::vector<std::string> plans;  // workload; empty: data-parallel plans of built-in models
   int steps = 3;                   // measured steps per plan (after one warm-up step)
-  TrainingFlags training;
+  api::TrainingFlags training;
   bool json = false;
 };
 int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd);

@@ -269,11 +269,7 @@ Expected<Cluster> cluster_from_json(std::string_view text) {
   try {
     root = json::parse(text.begin(), text.end());
   } catch (json::parse_error const& e) {
-    std::string what = e.what();
-    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
-    std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-    return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
-                                             what + "; the file may be truncated or not be JSON");
+    return json_read::malformed_json(e, e.byte);
   }
   CLEAVE_TRY(ClusterParts parts, parts_from_json(root));
   return Cluster::create(std::move(parts));

@@ -7,6 +7,7 @@
 #include "ir/text_format.h"
 #include "support/assert.h"
 #include "support/file_io.h"
+#include "support/json_read.h"
 
 namespace cleave::ir {
 namespace {
@@ -327,14 +328,7 @@ class GraphReader {
   }
 
   bool parse_error(std::size_t position, std::string const&, json::exception const& ex) {
-    // ex.what() starts with "[json.exception.parse_error.101] ", which means nothing to a user.
-    std::string what = ex.what();
-    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
-    // nlohmann counts the offending byte (or the end of input) as read; report its 0-based offset.
-    std::size_t offset = position > 0 ? position - 1 : 0;
-    error_ =
-        Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
-                                          what + "; the file may be truncated or not be JSON");
+    error_ = json_read::malformed_json(ex, position);
     return false;
   }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/split_report.h"
+#include "report/memory_report.h"
 
 namespace cleave::report {
 
@@ -23,7 +24,7 @@ std::string rows_to_text(std::string const& model, std::string const& cluster,
                      "step (s)", "samples/s", "efficiency", "peak mem/dev", "capacity/dev", "fits",
                      "comm", "search (s)");
   for (auto const& r : rows) {
-    auto const& p = r.prediction;
+    auto const& p = r.prediction();
     out +=
         fmt::format("{:<15} {:>12.6f} {:>12.1f} {:>9.1f}% {:>14} {:>14} {:>5} {:>12} {:>10.3f}\n",
                     r.algorithm, p.step_time_s, p.samples_per_s, 100 * r.efficiency(),
@@ -34,18 +35,21 @@ std::string rows_to_text(std::string const& model, std::string const& cluster,
   out += "\nbreakdown of the busiest device (s): compute / exposed communication / idle; "
          "busiest link busy\n";
   for (auto const& r : rows) {
-    auto const& b = r.prediction.breakdown;
+    auto const& b = r.prediction().breakdown;
     out += fmt::format("{:<15} {:.6f} / {:.6f} / {:.6f}; {:.6f}\n", r.algorithm, b.compute_s,
                        b.exposed_comm_s, b.idle_s, b.comm_s);
   }
-  return out;
+  std::string over;
+  for (auto const& r : rows)
+    over += over_capacity_summary(r.algorithm, r.evaluation);
+  return over.empty() ? out : out + "\n" + over;
 }
 
 std::string rows_to_json(std::string const& model, std::string const& cluster,
                          std::vector<PlanRow> const& rows) {
   auto list = nlohmann::json::array();
   for (auto const& r : rows) {
-    auto const& p = r.prediction;
+    auto const& p = r.prediction();
     nlohmann::json links = nlohmann::json::object();
     for (auto const& [name, bytes] : p.link_bytes)
       links[name] = bytes;
@@ -67,7 +71,9 @@ std::string rows_to_json(std::string const& model, std::string const& cluster,
                       {"exposed_comm_s", p.breakdown.exposed_comm_s},
                       {"exposed_swap_s", p.breakdown.exposed_swap_s},
                       {"idle_s", p.breakdown.idle_s},
-                      {"comm_s", p.breakdown.comm_s}}}});
+                      {"comm_s", p.breakdown.comm_s}}},
+                    {"devices", devices_to_json(r.evaluation)},
+                    {"violations", violations_to_json(r.evaluation)}});
   }
   nlohmann::json j{
       {"format", "cleave.compare/1"}, {"model", model}, {"cluster", cluster}, {"plans", list}};

@@ -8,25 +8,28 @@
 
 #include "ir/graph.h"
 #include "lower/program.h"
-#include "sim/predict.h"
+#include "sim/evaluate.h"
 
 namespace cleave::report {
 
 struct PlanRow {
   std::string algorithm;
-  sim::Prediction prediction;
+  sim::Evaluation evaluation;
   double ideal_step_time_s = 0;  // single-device time / number of devices
   double search_time_s = 0;
+  sim::Prediction const& prediction() const { return evaluation.prediction; }
   double efficiency() const {
-    return prediction.step_time_s > 0 ? ideal_step_time_s / prediction.step_time_s : 0;
+    return prediction().step_time_s > 0 ? ideal_step_time_s / prediction().step_time_s : 0;
   }
 };
 
+// The table, the breakdowns, and per row over capacity one line per device it overflows
+// (violations_to_text has the details).
 std::string rows_to_text(std::string const& model, std::string const& cluster,
                          std::vector<PlanRow> const& rows);
 // "cleave.compare/1": one object per row with algorithm, step_time_s, samples_per_s,
 // ideal_step_time_s, efficiency, peak_memory_bytes, memory_capacity_bytes, fits, comm_bytes,
-// search_time_s, breakdown.
+// search_time_s, breakdown, devices (devices_to_json) and violations (violations_to_json).
 std::string rows_to_json(std::string const& model, std::string const& cluster,
                          std::vector<PlanRow> const& rows);
 

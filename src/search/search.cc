@@ -6,6 +6,7 @@
 #include "cluster/cluster_json.h"
 #include "search/baselines/baselines.h"
 #include "search/flexflow/flexflow.h"
+#include "search/mincut/mincut.h"
 #include "search/tofu/tofu.h"
 
 namespace cleave::search {
@@ -73,6 +74,15 @@ std::vector<Algorithm> const& table() {
             std::to_string(flexflow::default_iterations) + " proposals)",
         flexflow::flexflow_options()},
        flexflow::flexflow},
+      {{"mincut",
+        "balanced min-cut: the op graph cut by METIS into a part per device (nodes first, parts "
+        "in proportion to device speed, time and memory balanced), list-scheduled, every op whole",
+        "", mincut::mincut_options()},
+       mincut::mincut},
+      {{"mincut-split",
+        "mincut after cutting the ops heavier than a balanced part along their batch dimension", "",
+        mincut::mincut_options()},
+       mincut::mincut_split},
   };
   return all;
 }

@@ -49,8 +49,8 @@ cost::ComputeCost price_compute(lower::Task const& t, ir::Graph const& graph,
                                 cost::CostModel const& cost) {
   ir::DType dtype = graph.tensor(t.tensor).type.dtype;
   auto const& op = graph.op(t.op);
-  cost::ComputeRequest request{op.type, &op.attrs, dtype, t.iteration, t.flops, t.bytes,
-                               device_id(t.device)};
+  cost::ComputeRequest request{op.type, &op.attrs,          dtype, t.iteration, t.flops,
+                               t.bytes, device_id(t.device)};
   ir::Attrs reduce_attrs;  // a reduce task is keyed by its members and region in profiles
   if (t.kind == lower::TaskKind::reduce) {
     std::int64_t region = tdl::box_volume(t.region) * ir::dtype_bytes(dtype);
@@ -203,20 +203,16 @@ std::int64_t bytes_of(ir::Graph const& g, ir::TensorId t, tdl::Box const& region
   return tdl::box_volume(region) * ir::dtype_bytes(g.tensor(t).type.dtype);
 }
 
-void add_breakdown(Prediction& p, lower::Program const& program, TaskIndex const& index) {
-  auto devices = static_cast<std::size_t>(program.num_devices);
-  if (devices == 0) return;
-  // Only the critical device (the one computing longest) is broken down.
-  int critical = 0;
-  for (std::size_t d = 1; d < devices; ++d)
-    if (p.device_compute_s[d] > p.device_compute_s[static_cast<std::size_t>(critical)])
-      critical = static_cast<int>(d);
+}  // namespace
+
+DeviceTime device_time(lower::Program const& program, TaskIndex const& index, SimResult const& sim,
+                       int device) {
   // Its computing, the data it receives in flight, its host copies in flight.
   std::vector<Interval> busy, incoming, swaps;
   for (std::size_t i = 0; i < index.facts.size(); ++i) {
     auto const& t = index.facts[i];
-    if (t.device != critical || t.member) continue;
-    Interval span{p.sim.spans[i].start, p.sim.spans[i].end};
+    if (t.device != device || t.member) continue;
+    Interval span{sim.spans[i].start, sim.spans[i].end};
     if (t.kind == lower::TaskKind::transfer)
       incoming.push_back(span);
     else if (is_swap(t.kind))
@@ -225,20 +221,40 @@ void add_breakdown(Prediction& p, lower::Program const& program, TaskIndex const
       busy.push_back(span);
   }
   for (auto const& c : program.collectives) {
-    if (c.members.empty() || std::find(c.group.begin(), c.group.end(), critical) == c.group.end())
+    if (c.members.empty() || std::find(c.group.begin(), c.group.end(), device) == c.group.end())
       continue;
-    auto span = p.sim.spans[c.members.front()];
+    auto span = sim.spans[c.members.front()];
     incoming.push_back({span.start, span.end});
   }
   for (auto* v : {&busy, &incoming, &swaps})
     std::sort(v->begin(), v->end());
-  auto& b = p.breakdown;
-  b.compute_s = covered(busy);
+  DeviceTime out;
+  out.compute_s = covered(busy);
   auto waits = merged(busy, incoming);
   double with_comm = covered(waits);
-  b.exposed_comm_s = with_comm - b.compute_s;
-  b.exposed_swap_s = covered(merged(waits, swaps)) - with_comm;
-  b.idle_s = std::max(0.0, p.step_time_s - b.compute_s - b.exposed_comm_s - b.exposed_swap_s);
+  out.exposed_comm_s = with_comm - out.compute_s;
+  out.exposed_swap_s = covered(merged(waits, swaps)) - with_comm;
+  out.idle_s =
+      std::max(0.0, sim.step_seconds - out.compute_s - out.exposed_comm_s - out.exposed_swap_s);
+  return out;
+}
+
+namespace {
+
+// Only the critical device (the one computing longest) is broken down.
+void add_breakdown(Prediction& p, lower::Program const& program, TaskIndex const& index) {
+  auto devices = static_cast<std::size_t>(program.num_devices);
+  if (devices == 0) return;
+  int critical = 0;
+  for (std::size_t d = 1; d < devices; ++d)
+    if (p.device_compute_s[d] > p.device_compute_s[static_cast<std::size_t>(critical)])
+      critical = static_cast<int>(d);
+  auto time = device_time(program, index, p.sim, critical);
+  auto& b = p.breakdown;
+  b.compute_s = time.compute_s;
+  b.exposed_comm_s = time.exposed_comm_s;
+  b.exposed_swap_s = time.exposed_swap_s;
+  b.idle_s = time.idle_s;
 }
 
 // A memory event: the time's bits (times are never negative, so their bits order as the times

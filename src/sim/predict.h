@@ -33,6 +33,15 @@ Timings timings_of(lower::Program const& program, ir::Graph const& graph,
                    cost::CostModel const& cost,
                    std::vector<cost::CollectiveCost> const& collective_costs);
 
+// Where one device's step goes: computing, waiting for data in flight, waiting for its host copies,
+// and the rest of the step (dependencies, imbalance); the four add up to the step time.
+struct DeviceTime {
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double exposed_swap_s = 0;
+  double idle_s = 0;
+};
+
 struct Breakdown {
   double compute_s = 0;       // the busiest device's compute time
   double exposed_comm_s = 0;  // its waiting while data it needs is in flight
@@ -91,6 +100,12 @@ struct TaskIndex {
   Dependencies deps;
 };
 TaskIndex index_of(ir::Graph const& graph, lower::Program const& program);
+
+// A device's DeviceTime in a simulated program: its compute and reduce spans; the transfers it
+// receives and the collectives of its groups, where they overlap none of those; its host copies,
+// where they overlap neither.
+DeviceTime device_time(lower::Program const& program, TaskIndex const& index, SimResult const& sim,
+                       int device);
 
 // The figures of a simulated program (what predict() reports after simulating). With `index`
 // (the program's), the tasks are read there.

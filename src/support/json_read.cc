@@ -4,6 +4,15 @@
 
 namespace cleave::json_read {
 
+Error malformed_json(json::exception const& e, std::size_t position) {
+  // e.what() starts with "[json.exception.parse_error.101] ", which means nothing to a user.
+  std::string what = e.what();
+  if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+  std::size_t offset = position > 0 ? position - 1 : 0;
+  return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
+                                           what + "; the file may be truncated or not be JSON");
+}
+
 Error content_error(std::string const& where, std::string const& problem) {
   return Error(ErrorCode::parse_error, where + ": " + problem);
 }

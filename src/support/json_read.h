@@ -15,6 +15,10 @@ namespace cleave::json_read {
 
 using json = nlohmann::json;
 
+// A parse_error "malformed JSON at byte <offset>: <what nlohmann says>; the file may be truncated
+// or not be JSON", for an exception nlohmann raised (or reported to a SAX reader) at `position`,
+// where it counts the offending byte as read.
+Error malformed_json(json::exception const& e, std::size_t position);
 // A parse_error "<where>: <problem>".
 Error content_error(std::string const& where, std::string const& problem);
 // "null", "a boolean", "a string", "an array", "an object" or "a number".

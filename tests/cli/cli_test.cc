@@ -361,6 +361,54 @@ TEST(Cli, PlanSimulateCompare) {
   EXPECT_FALSE(nlohmann::json::parse(big.out)["plans"][0]["fits"].get<bool>());
 }
 
+// Tofu's plan of WResNet-152-10 at batch 128 on k80x8 needs about 31 GiB a device against 12
+// (bench/results/tofu_eval.md): plan says so, and simulate (text and JSON) names every device over
+// capacity, its shortfall, when, and what is live at its peak by role and the largest blocks.
+TEST(Cli, SimulateNamesTheDevicesOverCapacity) {
+  std::string plan = (scratch() / "wresnet.json").string();
+  Outcome made =
+      cleave("plan resnet:depth=152,width=10,batch=128 --cluster k80x8 --algo tofu -o " + plan);
+  ASSERT_EQ(made.code, 0) << made.err;
+  EXPECT_NE(made.out.find("memory: tofu overflows 8 of 8 devices"), std::string::npos) << made.out;
+  Outcome json = cleave("simulate " + plan + " --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  Outcome text = cleave("simulate " + plan);
+  ASSERT_EQ(text.code, 0) << text.err;
+  auto j = nlohmann::json::parse(json.out)["plans"][0];
+  EXPECT_FALSE(j["fits"].get<bool>());
+  auto const& devices = j["devices"];
+  auto const& violations = j["violations"];
+  ASSERT_EQ(devices.size(), 8u);
+  ASSERT_EQ(violations.size(), 8u);
+  for (auto const& v : violations) {
+    auto const& d = devices[v["device"].get<std::size_t>()];
+    std::string name = d["name"];
+    SCOPED_TRACE(name);
+    EXPECT_EQ(v["device_name"], name);
+    auto peak = d["peak_memory_bytes"].get<std::int64_t>();
+    auto capacity = d["memory_capacity_bytes"].get<std::int64_t>();
+    EXPECT_EQ(capacity, std::int64_t{12} << 30);
+    EXPECT_GT(peak, std::int64_t{30} << 30);
+    EXPECT_EQ(v["over_bytes"].get<std::int64_t>(), peak - capacity);
+    EXPECT_LE(v["first_over_s"].get<double>(), v["peak_s"].get<double>());
+    std::int64_t by_role = 0;
+    for (auto const& [role, bytes] : d["at_peak"].items())
+      by_role += bytes.get<std::int64_t>();
+    EXPECT_EQ(by_role, peak);
+    // Activations kept for the backward pass fill most of it (bench/results/tofu_memory.md).
+    EXPECT_GT(d["at_peak"]["saved_activations"].get<std::int64_t>(), peak / 2);
+    ASSERT_EQ(v["largest"].size(), 5u);
+    auto const& block = v["largest"][0];
+    EXPECT_EQ(block["role"], "saved_activations");
+    EXPECT_NE(text.out.find("device " + name + " over capacity: peak "), std::string::npos);
+    EXPECT_NE(text.out.find("(" + std::to_string(peak - capacity) + " bytes)"), std::string::npos);
+    EXPECT_NE(text.out.find(block["tensor"].get<std::string>() + " " +
+                            block["region"].get<std::string>() + " (saved activations)"),
+              std::string::npos);
+  }
+  EXPECT_NE(text.out.find("live at the peak: saved activations"), std::string::npos) << text.out;
+}
+
 // A measured entry for the first linear (fc0: X [16,32] times W [64,32], iteration space
 // [batch, out, in]) replaces its roofline time, so the single-device step grows by the
 // difference; plan, simulate and compare all take --profile and report the coverage.
@@ -401,7 +449,7 @@ TEST(Cli, SearchOptionsBudgetsAndHelp) {
   Outcome help = cleave("plan --help");
   ASSERT_EQ(help.code, 0) << help.err;
   for (char const* algo : {"single", "data-parallel", "expert", "tofu", "tofu-ranked", "optcnn",
-                           "allrow-greedy", "equal-chop"})
+                           "allrow-greedy", "equal-chop", "mincut", "mincut-split"})
     EXPECT_NE(help.out.find(std::string("  ") + algo + ": "), std::string::npos) << algo;
   EXPECT_NE(help.out.find("--option ways=<integers a,b,...>"), std::string::npos) << help.out;
   EXPECT_NE(cleave("compare --help").out.find("  tofu-ranked: "), std::string::npos);
@@ -487,6 +535,9 @@ TEST(Cli, BadPlansAreClearErrors) {
   std::string huge = edit("huge.json", [](auto& ops) { ops[0]["degrees"][0] = 1000000; });
   std::string missing = edit("missing.json", [](auto& ops) { ops[0]["devices"] = {0}; });
   std::string far = edit("far.json", [](auto& ops) { ops[0]["devices"][0] = 9; });
+  auto fewer = nlohmann::json::parse(slurp(dp));
+  fewer["devices"] = 4;
+  std::string four = write("four.json", fewer.dump());
   // A cluster file edited after planning: same devices, another NVSwitch bandwidth.
   std::string cluster_file = (scratch() / "a100.json").string();
   ASSERT_EQ(cleave("clusters --export dgx-a100 -o " + cluster_file).code, 0);
@@ -508,6 +559,7 @@ TEST(Cli, BadPlansAreClearErrors) {
       {"simulate " + huge, "must be between 1 and its extent"},
       {"simulate " + missing, "pieces but 1 devices"},
       {"simulate " + far, "device 9 is not in 0..7"},
+      {"simulate " + four, "the plan uses 4 devices but the cluster 'dgx-a100' has 8"},
       {"simulate " + on_file, "(its file or preset changed): plan again"},
   };
   for (auto const& c : cases) {
@@ -579,8 +631,8 @@ TEST(Cli, CalibrateWritesAProfileThePlannerUses) {
   std::string profile = (scratch() / "cal_profile.json").string();
   std::string model = "mlp:layers=2,hidden=16,input=8,classes=4,batch=8";
   ASSERT_EQ(cleave("plan " + model + " --cluster cpu:devices=2 --algo tofu -o " + plan).code, 0);
-  Outcome cal = cleave("calibrate --cluster cpu:devices=2 --plan " + plan + " --steps 1 --json -o " +
-                       profile);
+  Outcome cal = cleave("calibrate --cluster cpu:devices=2 --plan " + plan +
+                       " --steps 1 --json -o " + profile);
   ASSERT_EQ(cal.code, 0) << cal.err;
   auto j = nlohmann::json::parse(cal.out);
   EXPECT_EQ(j["format"], "cleave.calibration/1");
@@ -628,6 +680,13 @@ TEST(Cli, SwapsFitAModelUnderACapBelowItsPeak) {
   ASSERT_EQ(plain.code, 0) << plain.err;
   std::int64_t peak_without = nlohmann::json::parse(plain.out)["plans"][0]["peak_memory_bytes"][0];
   EXPECT_GT(peak_without, cap);
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["plans"][0]["violations"].size(), 1u);
+  Outcome swapped = cleave("simulate " + plan + " --json");
+  ASSERT_EQ(swapped.code, 0) << swapped.err;
+  auto swapped_plan = nlohmann::json::parse(swapped.out)["plans"][0];
+  EXPECT_TRUE(swapped_plan["violations"].empty());
+  // At its peak the device holds a relu output swapped back in for the backward pass.
+  EXPECT_GT(swapped_plan["devices"][0]["at_peak"]["swapped_in_data"].get<std::int64_t>(), 0);
   Outcome oom = cleave("run " + unswapped);
   EXPECT_EQ(oom.code, 1);
   EXPECT_NE(oom.err.find("out of memory"), std::string::npos) << oom.err;

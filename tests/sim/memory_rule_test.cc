@@ -1,65 +1,20 @@
 // The simulator's memory accounting (predict.cc, computed inline for speed) follows the one rule
-// lower::output_lifetimes states and the runtime's arenas apply: here the peak of every device is
-// recomputed from output_lifetimes over the simulated spans and must equal the prediction's, on
-// plans of every shape of program (collectives, partial sums, halos, model parallel chains).
-#include <gtest/gtest.h>
-
+// lower::output_lifetimes states and the runtime's arenas apply: evaluate() accounts memory block
+// by block from output_lifetimes (sim/memory_use.h), and every device's peak there must equal the
+// prediction's, on plans of every shape of program (collectives, partial sums, halos, model
+// parallel chains); what is live at the peak by role adds up to it.
 #include <algorithm>
+#include <gtest/gtest.h>
+#include <numeric>
 
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
-#include "lower/lifetime.h"
 #include "models/model_zoo.h"
 #include "search/search.h"
-#include "sim/predict.h"
+#include "sim/evaluate.h"
 
 namespace cleave::sim {
 namespace {
-
-// Peak bytes per device by output_lifetimes: blocks held before the step from time 0; a task's
-// output from its start to the end of its last reader (to the end of the step without readers;
-// a swapped block until its swap-out, which frees when it ends). At equal times frees come first.
-std::vector<std::int64_t> peaks_by_lifetimes(ir::Graph const& graph, lower::Program const& program,
-                                             std::vector<TaskSpan> const& spans) {
-  auto bytes = [&](ir::TensorId t, tdl::Box const& region) {
-    return tdl::box_volume(region) * ir::dtype_bytes(graph.tensor(t).type.dtype);
-  };
-  struct Event {
-    double time;
-    bool alloc;
-    std::int64_t bytes;
-  };
-  std::vector<std::vector<Event>> events(static_cast<std::size_t>(program.num_devices));
-  for (auto const& b : program.initial)
-    events[static_cast<std::size_t>(b.device)].push_back({0.0, true, bytes(b.tensor, b.region)});
-  auto lifetimes = lower::output_lifetimes(program);
-  for (lower::TaskId i = 0; i < program.tasks.size(); ++i) {
-    auto const& t = program.tasks[i];
-    auto& on = events[static_cast<std::size_t>(t.device)];
-    std::int64_t size = bytes(t.tensor, t.region);
-    if (!lifetimes[i].allocates) {
-      on.push_back({spans[i].end, false, size});
-      continue;
-    }
-    on.push_back({spans[i].start, true, size});
-    if (lifetimes[i].readers.empty() || lifetimes[i].swapped) continue;
-    double last = 0;
-    for (auto r : lifetimes[i].readers)
-      last = std::max(last, spans[r].end);
-    on.push_back({last, false, size});
-  }
-  std::vector<std::int64_t> peaks;
-  for (auto& on : events) {
-    std::stable_sort(on.begin(), on.end(), [](Event const& a, Event const& b) {
-      return a.time != b.time ? a.time < b.time : !a.alloc && b.alloc;
-    });
-    std::int64_t now = 0, peak = 0;
-    for (auto const& e : on)
-      peak = std::max(peak, now += e.alloc ? e.bytes : -e.bytes);
-    peaks.push_back(peak);
-  }
-  return peaks;
-}
 
 struct Case {
   char const* model;
@@ -89,12 +44,30 @@ TEST(MemoryRule, PredictedPeaksFollowTheLifetimeRule) {
     search::SearchContext ctx{*graph, *registry, cost, c.cluster, c.model, c.batch, 0};
     auto plan = search::make_plan(c.algo, ctx);
     ASSERT_TRUE(plan.has_value()) << plan.error().to_string();
-    auto program = lower::lower(*graph, *plan, *registry);
-    ASSERT_TRUE(program.has_value()) << program.error().to_string();
-    Prediction p = predict(*graph, *program, cost::CostModel(*cluster), c.batch);
-    auto expected = peaks_by_lifetimes(*graph, *program, p.sim.spans);
-    EXPECT_EQ(p.peak_memory_bytes, expected);
-    EXPECT_GT(*std::max_element(expected.begin(), expected.end()), 0);
+    auto e = evaluate({*graph, *registry, *plan, cost, c.batch});
+    ASSERT_TRUE(e.has_value()) << e.error().to_string();
+    std::vector<std::int64_t> peaks;
+    for (auto const& d : e->devices) {
+      auto const& m = d.memory;
+      peaks.push_back(m.peak_bytes);
+      EXPECT_EQ(std::accumulate(m.peak_by_role.begin(), m.peak_by_role.end(), std::int64_t{0}),
+                m.peak_bytes);
+      for (auto bytes : m.peak_by_role)
+        EXPECT_GE(bytes, 0);
+      std::int64_t highest = 0;
+      for (auto const& point : m.timeline)
+        highest = std::max(highest, point.bytes);
+      EXPECT_EQ(highest, m.peak_bytes);
+      for (std::size_t i = 1; i < m.timeline.size(); ++i)
+        EXPECT_LT(m.timeline[i - 1].time_s, m.timeline[i].time_s);
+      for (std::size_t i = 1; i < m.largest_at_peak.size(); ++i)
+        EXPECT_GE(m.largest_at_peak[i - 1].bytes, m.largest_at_peak[i].bytes);
+      auto const& t = d.time;
+      EXPECT_NEAR(t.compute_s + t.exposed_comm_s + t.exposed_swap_s + t.idle_s,
+                  e->prediction.step_time_s, 1e-9);
+    }
+    EXPECT_EQ(e->prediction.peak_memory_bytes, peaks);
+    EXPECT_GT(*std::max_element(peaks.begin(), peaks.end()), 0);
   }
 }
 

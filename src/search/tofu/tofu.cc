@@ -3,10 +3,9 @@
 #include <optional>
 #include <tuple>
 
-#include "lower/program.h"
 #include "search/common/plan_util.h"
 #include "search/common/progress.h"
-#include "sim/predict.h"
+#include "sim/evaluate.h"
 #include "support/assert.h"
 
 namespace cleave::search::tofu {
@@ -290,8 +289,9 @@ Expected<plan::Plan> tofu_ranked(SearchContext const& ctx, Options const& option
       c.plan = plan_of(ctx, std::move(r), fetch);
       stopped = stopped || c.plan.provenance.budget_exhausted;
       c.plan.num_devices = static_cast<int>(devices);
-      CLEAVE_TRY(auto program, lower::lower(ctx.graph, c.plan, ctx.registry));
-      c.prediction = sim::predict(ctx.graph, program, ctx.cost, ctx.batch);
+      CLEAVE_TRY(auto evaluation,
+                 sim::evaluate({ctx.graph, ctx.registry, c.plan, ctx.cost, ctx.batch}));
+      c.prediction = std::move(evaluation.prediction);
       tried += (tried.empty() ? "" : ";") + c.ways + ":" +
                std::to_string(c.prediction.step_time_s) + "s" +
                (c.prediction.fits ? "" : "(does not fit)");

@@ -1,10 +1,10 @@
-#include "cli/plan_input.h"
+#include "api/plan_input.h"
 
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "plan/plan_json.h"
 
-namespace cleave::cli {
+namespace cleave::api {
 
 Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry const& registry,
                                     TrainingFlags const& flags) {
@@ -13,10 +13,6 @@ Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry con
   if (!model) return std::move(model).error().with_context("rebuilding the plan's model");
   auto cluster = cluster::load_cluster(p.cluster);
   if (!cluster) return std::move(cluster).error().with_context("rebuilding the plan's cluster");
-  if (static_cast<std::size_t>(p.num_devices) != cluster->num_devices())
-    return Error(ErrorCode::invalid_argument, "the plan uses " + std::to_string(p.num_devices) +
-                                                  " devices but cluster " + p.cluster + " has " +
-                                                  std::to_string(cluster->num_devices()));
   if (!p.cluster_fingerprint.empty() && p.cluster_fingerprint != cluster::fingerprint_hex(*cluster))
     return Error(ErrorCode::invalid_argument,
                  "the plan was made for cluster " + p.cluster + " with fingerprint " +
@@ -26,11 +22,11 @@ Expected<PlanInput> load_plan_input(std::string const& path, ops::OpRegistry con
   return PlanInput{std::move(p), std::move(*model), std::move(*cluster)};
 }
 
-Expected<cost::CostModel> cost_model(cluster::Cluster const& cluster,
-                                     std::string const& profile_path) {
+Expected<cost::CostModel> load_cost_model(cluster::Cluster const& cluster,
+                                          std::string const& profile_path) {
   if (profile_path.empty()) return cost::CostModel(cluster);
   CLEAVE_TRY(cost::ProfileTable table, cost::load_profile(profile_path));
   return cost::CostModel(cluster, {}, std::move(table));
 }
 
-}  // namespace cleave::cli
+}  // namespace cleave::api

@@ -1,11 +1,11 @@
-#include "cli/model_input.h"
+#include "api/model_input.h"
 
 #include <algorithm>
 
 #include "import/onnx_import.h"
 #include "ir/graph_json.h"
 
-namespace cleave::cli {
+namespace cleave::api {
 
 namespace {
 
@@ -81,4 +81,4 @@ Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& 
   return ModelInput{args.canonical(), std::move(forward), std::move(*training), batch};
 }
 
-}  // namespace cleave::cli
+}  // namespace cleave::api

@@ -9,7 +9,7 @@
 #include "import/onnx_import.h"
 #include "models/model_zoo.h"
 
-namespace cleave::cli {
+namespace cleave::api {
 
 // How a forward graph becomes a training graph (autodiff), as the commands' flags say.
 struct TrainingFlags {
@@ -38,4 +38,4 @@ import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFl
 Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& registry,
                                 TrainingFlags const& flags);
 
-}  // namespace cleave::cli
+}  // namespace cleave::api

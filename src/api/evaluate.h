@@ -1,0 +1,17 @@
+// A plan evaluated on a loaded model (sim::evaluate with the model's training graph and samples
+// per step), and the ideal step time that plan tables measure efficiency against.
+#pragma once
+
+#include "api/model_input.h"
+#include "sim/evaluate.h"
+
+namespace cleave::api {
+
+Expected<sim::Evaluation> evaluate(ModelInput const& model, plan::Plan const& plan,
+                                   cost::CostModel const& cost, ops::OpRegistry const& registry);
+
+// The single-device step on the cluster's first device, divided by the cluster's devices.
+Expected<double> ideal_step_time(ModelInput const& model, cost::CostModel const& cost,
+                                 ops::OpRegistry const& registry);
+
+}  // namespace cleave::api

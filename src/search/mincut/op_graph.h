@@ -1,0 +1,54 @@
+// The graph the mincut search partitions (docs/search_mincut.md): a vertex per placement unit
+// (search/common/memory_repair.h), weighted by its compute time and by the memory it holds (the
+// outputs it writes, the weights and optimizer state it keeps), and an edge per pair of units that
+// exchange tensors, weighted by the bytes they exchange. An op is one unit, except that a weight's
+// update op and the updates of its optimizer state are one unit (they must share a device: the
+// weight and its state live where their updates run, lower/lowering.h), and that an op split
+// along its batch (mincut-split) is one unit per piece, its pieces never on one device.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "search/common/memory_repair.h"
+#include "search/common/search_context.h"
+
+namespace cleave::search::mincut {
+
+// An op cut along its batch dimension before partitioning.
+struct Split {
+  ir::OpId op;
+  std::size_t dim = 0;  // the iteration dimension
+  int ways = 1;
+};
+
+// What one piece costs and reads.
+struct PieceFacts {
+  std::vector<double> seconds;            // per device, from the cost model
+  std::vector<std::int64_t> input_bytes;  // per input of the op: the region it reads
+};
+
+struct OpGraph {
+  std::vector<plan::OpConfig> configs;          // per op: its degrees (devices filled by placement)
+  std::vector<std::vector<PieceFacts>> pieces;  // [op][piece]
+  std::vector<std::vector<std::size_t>> unit_of;           // [op][piece]: its unit
+  std::vector<PlacementUnit> units;                        // seconds on device 0
+  std::vector<std::map<std::size_t, std::int64_t>> edges;  // per unit: neighbour -> bytes
+  // The op that owns a source tensor (a weight or optimizer state): its update; invalid if none.
+  std::vector<ir::OpId> update_of;
+};
+
+Expected<OpGraph> build_op_graph(SearchContext const& ctx, std::vector<Split> const& splits);
+
+// Per device, its speed relative to device 0: every piece's time on device 0 over that on it.
+std::vector<double> device_speeds(SearchContext const& ctx, OpGraph const& graph);
+
+// mincut-split's cuts: every op slower (on device 0) than a balanced part of the whole, with a
+// batch dimension (of the context's batch extent: its output's first dimension, or else a
+// reduction over the batch), cut into as many pieces as make each lighter than a part, at most
+// one per device.
+Expected<std::vector<Split>> heavy_splits(SearchContext const& ctx, OpGraph const& whole,
+                                          std::vector<double> const& speeds);
+
+}  // namespace cleave::search::mincut

@@ -1,0 +1,54 @@
+#include "sim/evaluate.h"
+
+#include "lower/lowering.h"
+
+namespace cleave::sim {
+
+namespace {
+
+std::vector<Violation> violations_of(std::vector<DeviceEvaluation> const& devices) {
+  std::vector<Violation> out;
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    auto const& m = devices[d].memory;
+    if (m.peak_bytes <= m.capacity_bytes) continue;
+    Violation v{static_cast<int>(d), m.peak_bytes - m.capacity_bytes, m.peak_s, m.peak_s,
+                m.largest_at_peak};
+    for (auto const& point : m.timeline)
+      if (point.bytes > m.capacity_bytes) {
+        v.first_over_s = point.time_s;
+        break;
+      }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
+  auto const& cluster = ctx.cost.cluster();
+  if (static_cast<std::size_t>(ctx.plan.num_devices) != cluster.num_devices())
+    return Error(ErrorCode::invalid_argument,
+                 "the plan uses " + std::to_string(ctx.plan.num_devices) +
+                     " devices but the cluster " +
+                     (ctx.plan.cluster.empty() ? "" : "'" + ctx.plan.cluster + "' ") + "has " +
+                     std::to_string(cluster.num_devices()));
+  Evaluation e;
+  CLEAVE_TRY(e.program, lower::lower(ctx.graph, ctx.plan, ctx.registry));
+  auto costs = collective_costs(e.program, ctx.graph, ctx.cost);
+  auto timings = timings_of(e.program, ctx.graph, ctx.cost, costs);
+  auto index = index_of(ctx.graph, e.program);
+  auto sim = simulate(e.program, timings, resources_of(cluster));
+  e.prediction = summarize(ctx.graph, e.program, ctx.cost, costs, timings, std::move(sim),
+                           ctx.samples_per_step, &index);
+  auto memory = device_memory(ctx.graph, memory_use(ctx.graph, e.program, e.prediction.sim.spans),
+                              cluster, ctx.largest_blocks);
+  for (std::size_t d = 0; d < cluster.num_devices(); ++d)
+    e.devices.push_back({cluster.devices()[d].name,
+                         device_time(e.program, index, e.prediction.sim, static_cast<int>(d)),
+                         std::move(memory[d])});
+  e.violations = violations_of(e.devices);
+  return e;
+}
+
+}  // namespace cleave::sim

@@ -1,0 +1,183 @@
+#include "sim/memory_use.h"
+
+#include <algorithm>
+
+#include "lower/lifetime.h"
+
+namespace cleave::sim {
+
+std::string_view memory_role_name(MemoryRole role) {
+  switch (role) {
+  case MemoryRole::weights:
+    return "weights";
+  case MemoryRole::optimizer_state:
+    return "optimizer state";
+  case MemoryRole::gradients:
+    return "gradients";
+  case MemoryRole::saved_activations:
+    return "saved activations";
+  case MemoryRole::fetched:
+    return "fetched copies";
+  case MemoryRole::swapped_in:
+    return "swapped-in data";
+  case MemoryRole::partial:
+    return "partial results";
+  case MemoryRole::other:
+    return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+MemoryRole role_of(ir::TensorRole role) {
+  switch (role) {
+  case ir::TensorRole::weight:
+    return MemoryRole::weights;
+  case ir::TensorRole::optimizer_state:
+    return MemoryRole::optimizer_state;
+  case ir::TensorRole::gradient:
+    return MemoryRole::gradients;
+  case ir::TensorRole::activation:
+    return MemoryRole::saved_activations;
+  case ir::TensorRole::input:
+    return MemoryRole::other;
+  }
+  return MemoryRole::other;
+}
+
+// What a task's output is: a copy (fetched, swapped in), a partial result, or the tensor's role.
+MemoryRole role_of(lower::Task const& t, ir::Graph const& graph) {
+  if (t.partial) return MemoryRole::partial;
+  if (t.kind == lower::TaskKind::transfer) return MemoryRole::fetched;
+  if (t.kind == lower::TaskKind::swap_in) return MemoryRole::swapped_in;
+  return role_of(graph.tensor(t.tensor).role);
+}
+
+// The block a swap-out frees: the output of the task it copies (same tensor, same device), else
+// the block of that tensor held there before the step; none (-1) if neither exists.
+std::int64_t freed_by_swap_out(lower::Program const& program, lower::TaskId i,
+                               std::vector<std::uint32_t> const& block_of_task) {
+  auto const& t = program.tasks[i];
+  for (auto dep : t.deps)
+    if (program.tasks[dep].device == t.device && program.tasks[dep].tensor == t.tensor)
+      return block_of_task[dep];
+  for (std::size_t b = 0; b < program.initial.size(); ++b) {
+    auto const& held = program.initial[b];
+    if (held.device == t.device && held.tensor == t.tensor &&
+        tdl::box_volume(tdl::intersect(held.region, t.region)) > 0)
+      return static_cast<std::int64_t>(b);
+  }
+  return -1;
+}
+
+}  // namespace
+
+MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
+                     std::vector<TaskSpan> const& spans) {
+  auto bytes_of = [&](ir::TensorId t, tdl::Box const& region) {
+    return tdl::box_volume(region) * ir::dtype_bytes(graph.tensor(t).type.dtype);
+  };
+  MemoryUse use;
+  use.events.resize(static_cast<std::size_t>(program.num_devices));
+  auto add_block = [&](MemoryBlock block) {
+    use.blocks.push_back(std::move(block));
+    return static_cast<std::uint32_t>(use.blocks.size() - 1);
+  };
+  for (auto const& b : program.initial) {
+    auto id = add_block({b.tensor, b.region, bytes_of(b.tensor, b.region),
+                         role_of(graph.tensor(b.tensor).role), b.device, held_before_step});
+    use.events[static_cast<std::size_t>(b.device)].push_back({0.0, use.blocks[id].bytes, id});
+  }
+  auto lifetimes = lower::output_lifetimes(program);
+  std::vector<std::uint32_t> block_of_task(program.tasks.size(), 0);
+  for (lower::TaskId i = 0; i < program.tasks.size(); ++i) {
+    auto const& t = program.tasks[i];
+    auto& on = use.events[static_cast<std::size_t>(t.device)];
+    std::int64_t size = bytes_of(t.tensor, t.region);
+    if (!lifetimes[i].allocates) {
+      std::int64_t freed = freed_by_swap_out(program, i, block_of_task);
+      auto block = freed >= 0 ? static_cast<std::uint32_t>(freed)
+                              : add_block({t.tensor, t.region, size,
+                                           role_of(graph.tensor(t.tensor).role), t.device, i});
+      block_of_task[i] = block;
+      on.push_back({spans[i].end, -size, block});
+      continue;
+    }
+    auto block = add_block({t.tensor, t.region, size, role_of(t, graph), t.device, i});
+    block_of_task[i] = block;
+    on.push_back({spans[i].start, size, block});
+    if (lifetimes[i].readers.empty() || lifetimes[i].swapped) continue;
+    double last = 0;
+    for (auto r : lifetimes[i].readers)
+      last = std::max(last, spans[r].end);
+    on.push_back({last, -size, block});
+  }
+  for (auto& on : use.events)
+    std::stable_sort(on.begin(), on.end(), [](BlockEvent const& a, BlockEvent const& b) {
+      return a.time_s != b.time_s ? a.time_s < b.time_s : a.bytes < 0 && b.bytes > 0;
+    });
+  return use;
+}
+
+namespace {
+
+// The device's timeline and peak, from its events in order.
+void walk(std::vector<BlockEvent> const& events, DeviceMemory& out, std::size_t& peak_event) {
+  std::int64_t now = 0;
+  peak_event = 0;
+  for (std::size_t e = 0; e < events.size(); ++e) {
+    now += events[e].bytes;
+    if (now > out.peak_bytes) {
+      out.peak_bytes = now;
+      out.peak_s = events[e].time_s;
+      peak_event = e;
+    }
+    bool last_at_time = e + 1 == events.size() || events[e + 1].time_s != events[e].time_s;
+    if (last_at_time) out.timeline.push_back({events[e].time_s, now});
+  }
+}
+
+// What is live after the events up to `peak_event`, by role and its largest blocks.
+void live_at_peak(ir::Graph const& graph, MemoryUse const& use,
+                  std::vector<BlockEvent> const& events, std::size_t peak_event,
+                  std::size_t largest, DeviceMemory& out) {
+  std::vector<std::int64_t> live;
+  std::vector<std::uint32_t> touched;
+  live.resize(use.blocks.size(), 0);
+  for (std::size_t e = 0; e <= peak_event && e < events.size(); ++e) {
+    if (live[events[e].block] == 0) touched.push_back(events[e].block);
+    live[events[e].block] += events[e].bytes;
+    out.peak_by_role[static_cast<std::size_t>(use.blocks[events[e].block].role)] += events[e].bytes;
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  std::erase_if(touched, [&](std::uint32_t b) { return live[b] <= 0; });
+  auto by_size = [&](std::uint32_t a, std::uint32_t b) {
+    return live[a] != live[b] ? live[a] > live[b] : a < b;
+  };
+  std::size_t n = std::min(largest, touched.size());
+  std::partial_sort(touched.begin(), touched.begin() + static_cast<std::ptrdiff_t>(n),
+                    touched.end(), by_size);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto const& b = use.blocks[touched[i]];
+    out.largest_at_peak.push_back(
+        {graph.tensor(b.tensor).name, b.region, live[touched[i]], b.role});
+  }
+}
+
+}  // namespace
+
+std::vector<DeviceMemory> device_memory(ir::Graph const& graph, MemoryUse const& use,
+                                        cluster::Cluster const& cluster, std::size_t largest) {
+  std::vector<DeviceMemory> out(use.events.size());
+  for (std::size_t d = 0; d < use.events.size(); ++d) {
+    out[d].capacity_bytes = cluster.devices()[d].memory.value();
+    std::size_t peak_event = 0;
+    walk(use.events[d], out[d], peak_event);
+    if (out[d].peak_bytes > 0) live_at_peak(graph, use, use.events[d], peak_event, largest, out[d]);
+  }
+  return out;
+}
+
+}  // namespace cleave::sim
