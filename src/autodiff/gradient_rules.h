@@ -15,17 +15,26 @@ namespace cleave::autodiff {
 // What a rule sees of one forward op, with ids in the training graph being built.
 class GradContext {
  public:
-  GradContext(ops::OpBuilder& b, ir::Op const& op, std::vector<ir::TensorId> inputs,
-              ir::TensorId output, ir::TensorId grad_output, std::vector<bool> wanted,
-              ir::OpId forward)
-      : b_(b), op_(op), inputs_(std::move(inputs)), output_(output), grad_output_(grad_output),
-        wanted_(std::move(wanted)), forward_(forward) {}
+  // `input` and `output` give the forward values, each called at most once and only when a rule
+  // reads that value (a batched use stacks only what its rule reads; autodiff/shared_uses.h).
+  GradContext(ops::OpBuilder& b, ir::Op const& op, std::function<ir::TensorId(std::size_t)> input,
+              std::function<ir::TensorId()> output, ir::TensorId grad_output,
+              std::vector<bool> wanted, ir::OpId forward)
+      : b_(b), op_(op), make_input_(std::move(input)), inputs_(op.inputs.size()),
+        make_output_(std::move(output)), grad_output_(grad_output), wanted_(std::move(wanted)),
+        forward_(forward) {}
 
   ir::Op const& op() const { return op_; }
   ir::Attrs const& attrs() const { return op_.attrs; }
-  ir::TensorId input(std::size_t i) const { return inputs_[i]; }
+  ir::TensorId input(std::size_t i) const {
+    if (!inputs_[i].valid()) inputs_[i] = make_input_(i);
+    return inputs_[i];
+  }
   std::size_t num_inputs() const { return inputs_.size(); }
-  ir::TensorId output() const { return output_; }
+  ir::TensorId output() const {
+    if (!output_.valid()) output_ = make_output_();
+    return output_;
+  }
   ir::TensorId grad_output() const { return grad_output_; }  // dY
   // Whether input i needs a gradient (it is a weight or depends on one).
   bool wanted(std::size_t i) const { return wanted_[i]; }
@@ -39,8 +48,11 @@ class GradContext {
  private:
   ops::OpBuilder& b_;
   ir::Op const& op_;
-  std::vector<ir::TensorId> inputs_;
-  ir::TensorId output_, grad_output_;
+  std::function<ir::TensorId(std::size_t)> make_input_;
+  mutable std::vector<ir::TensorId> inputs_;
+  std::function<ir::TensorId()> make_output_;
+  mutable ir::TensorId output_;
+  ir::TensorId grad_output_;
   std::vector<bool> wanted_;
   ir::OpId forward_;
 };

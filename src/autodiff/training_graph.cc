@@ -1,6 +1,9 @@
 #include "autodiff/training_graph.h"
 
 #include <algorithm>
+#include <map>
+
+#include "autodiff/shared_uses.h"
 
 namespace cleave::autodiff {
 namespace {
@@ -28,6 +31,7 @@ class TrainingGraphBuilder {
                        (fwd_.producer(*loss).valid() ? "" : " and has no producer"));
     copy_forward();
     mark(*loss);
+    group_shared_uses();
     seed(*loss);
     backward();
     update_weights();
@@ -112,33 +116,136 @@ class TrainingGraphBuilder {
     return sum;
   }
 
+  // Weights read by several ops: the uses that autodiff differentiates as one batched use, so
+  // that their gradient is one op (shared_uses.h; docs/autodiff.md).
+  void group_shared_uses() {
+    std::vector<bool> shared(fwd_.num_tensors(), false);
+    for (auto const& t : fwd_.tensors()) {
+      if (!requires_[t.id.value()] || !reaches_[t.id.value()] || fwd_.producer(t.id).valid())
+        continue;
+      auto const& uses = fwd_.consumers(t.id);
+      std::vector<ir::OpId> readers(uses.begin(), uses.end());
+      std::sort(readers.begin(), readers.end());
+      shared[t.id.value()] = std::unique(readers.begin(), readers.end()) - readers.begin() >= 2;
+    }
+    uses_ = shared_uses(fwd_, b_.registry(), shared);
+    use_of_.assign(fwd_.num_ops(), -1);
+    for (std::size_t u = 0; u < uses_.size(); ++u)
+      for (ir::OpId id : uses_[u].ops)
+        use_of_[id.value()] = static_cast<int>(u);
+    visited_.resize(uses_.size());
+  }
+
+  bool deferred(ir::OpId id, std::size_t input) const {
+    int u = use_of_[id.value()];
+    if (u < 0) return false;
+    auto const& positions = uses_[static_cast<std::size_t>(u)].positions;
+    return std::find(positions.begin(), positions.end(), input) != positions.end();
+  }
+
+  GradientRule const* rule_for(ir::Op const& op) {
+    GradientRule const* rule = rules_.find(op.type);
+    if (!rule)
+      b_.fail(Error(ErrorCode::unsupported,
+                    "no gradient rule for op type '" + op.type + "' (op '" + op.name +
+                        "'); a custom op on the path from the weights to the loss needs one, or "
+                        "its inputs must not depend on weights"));
+    return rule;
+  }
+
+  void differentiate(GradientRule const& rule, GradContext& ctx, ir::Op const& op) {
+    std::vector<ir::TensorId> grads(op.inputs.size());
+    rule(ctx, grads);
+    for (std::size_t i = 0; i < grads.size(); ++i)
+      if (ctx.wanted(i) && grads[i].valid())
+        contributions_[op.inputs[i].value()].push_back(grads[i]);
+  }
+
   void backward() {
     auto order = fwd_.topo_order();
     for (auto it = order.rbegin(); it != order.rend() && b_.ok(); ++it) {
-      ir::Op const& op = fwd_.op(*it);
-      ir::TensorId out = op.outputs[0];
-      if (!requires_[out.value()] || contributions_[out.value()].empty()) continue;
-      std::vector<bool> wanted;
-      std::vector<ir::TensorId> inputs;
-      for (auto in : op.inputs) {
-        wanted.push_back(requires_[in.value()] && reaches_[in.value()]);
-        inputs.push_back(map_[in.value()]);
-      }
-      if (std::none_of(wanted.begin(), wanted.end(), [](bool w) { return w; })) continue;
-      GradientRule const* rule = rules_.find(op.type);
-      if (!rule) {
-        b_.fail(Error(ErrorCode::unsupported,
-                      "no gradient rule for op type '" + op.type + "' (op '" + op.name +
-                          "'); a custom op on the path from the weights to the loss needs one, or "
-                          "its inputs must not depend on weights"));
-        return;
-      }
-      GradContext ctx(b_, op, inputs, map_[out.value()], total(out), wanted, op_map_[it->value()]);
-      std::vector<ir::TensorId> grads(op.inputs.size());
-      (*rule)(ctx, grads);
-      for (std::size_t i = 0; i < grads.size(); ++i)
-        if (wanted[i] && grads[i].valid()) contributions_[op.inputs[i].value()].push_back(grads[i]);
+      visit(*it);
+      int u = use_of_[it->value()];
+      if (u >= 0 && uses_[static_cast<std::size_t>(u)].ops.front() == *it)
+        differentiate_use(static_cast<std::size_t>(u));
     }
+  }
+
+  // The gradients of op's inputs, but for the shared weights of a batched use (differentiate_use).
+  void visit(ir::OpId id) {
+    ir::Op const& op = fwd_.op(id);
+    ir::TensorId out = op.outputs[0];
+    if (!requires_[out.value()] || contributions_[out.value()].empty()) return;
+    std::vector<bool> wanted;
+    std::vector<ir::TensorId> inputs;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      ir::TensorId in = op.inputs[i];
+      wanted.push_back(requires_[in.value()] && reaches_[in.value()] && !deferred(id, i));
+      inputs.push_back(map_[in.value()]);
+    }
+    if (int u = use_of_[id.value()]; u >= 0)
+      visited_[static_cast<std::size_t>(u)].push_back({id, inputs, map_[out.value()], total(out)});
+    if (std::none_of(wanted.begin(), wanted.end(), [](bool w) { return w; })) return;
+    GradientRule const* rule = rule_for(op);
+    if (!rule) return;
+    ir::TensorId y = map_[out.value()];
+    GradContext ctx(
+        b_, op, [&inputs](std::size_t i) { return inputs[i]; }, [y] { return y; }, total(out),
+        wanted, op_map_[id.value()]);
+    differentiate(*rule, ctx, op);
+  }
+
+  // The shared weights' gradient through the uses of group u that reached the loss: through the
+  // op applied to the stacks of their other inputs, outputs and output gradients, or through the
+  // one use. The stacks are in topological order; the ops are named after the first use.
+  void differentiate_use(std::size_t u) {
+    auto const& members = visited_[u];
+    if (members.empty()) return;
+    ir::Op const& op = fwd_.op(members.back().op);  // visited last: the first in topological order
+    GradientRule const* rule = rule_for(op);
+    if (!rule) return;
+    ir::OpId group = op_map_[op.id.value()];
+    std::vector<bool> wanted(op.inputs.size(), false);
+    for (std::size_t p : uses_[u].positions)
+      wanted[p] = true;
+    if (members.size() == 1) {
+      Visited const& m = members[0];
+      GradContext ctx(
+          b_, op, [&m](std::size_t i) { return m.inputs[i]; }, [&m] { return m.output; }, m.grad,
+          wanted, group);
+      differentiate(*rule, ctx, op);
+      return;
+    }
+    // One stack per list of tensors: an LSTM's weights and bias share their uses' output
+    // gradients, which would otherwise be copied once per weight.
+    auto stack = [&, group](auto field, std::string const& label, ir::TensorRole role) {
+      std::vector<ir::TensorId> parts;
+      for (auto m = members.rbegin(); m != members.rend(); ++m)
+        parts.push_back(field(*m));
+      auto [it, fresh] = stacks_.try_emplace(parts);
+      if (!fresh) return it->second;
+      std::string name = op.name + ".grad.stack_" + label;
+      std::vector<ir::TensorId> rows;
+      for (ir::TensorId part : parts) {
+        ir::Shape shape = b_.shape_of(part);
+        shape.insert(shape.begin(), 1);
+        rows.push_back(b_.op("reshape", {part}, {{"shape", shape}},
+                             name + "." + std::to_string(rows.size()), role, group));
+      }
+      it->second = b_.op("concat", rows, {{"axis", std::int64_t{0}}}, name, role, group);
+      return it->second;
+    };
+    auto input = [&](std::size_t i) {
+      if (wanted[i]) return map_[op.inputs[i].value()];
+      return stack([i](Visited const& m) { return m.inputs[i]; }, "in" + std::to_string(i),
+                   ir::TensorRole::activation);
+    };
+    auto grad = stack([](Visited const& m) { return m.grad; }, "dY", ir::TensorRole::gradient);
+    auto output = [&] {
+      return stack([](Visited const& m) { return m.output; }, "Y", ir::TensorRole::activation);
+    };
+    GradContext ctx(b_, op, input, output, grad, wanted, group);
+    differentiate(*rule, ctx, op);
   }
 
   void update_weights() {
@@ -189,6 +296,16 @@ class TrainingGraphBuilder {
   std::vector<bool> requires_, reaches_;
   std::vector<std::vector<ir::TensorId>> contributions_;  // gradient parts per forward tensor
   std::vector<ir::TensorId> totals_;
+  // A use of a batched group that reached the loss, with its training-graph tensors.
+  struct Visited {
+    ir::OpId op;  // forward
+    std::vector<ir::TensorId> inputs;
+    ir::TensorId output, grad;
+  };
+  std::vector<SharedUse> uses_;
+  std::vector<int> use_of_;                    // per forward op: its group in uses_, or -1
+  std::vector<std::vector<Visited>> visited_;  // per group, in reverse topological order
+  std::map<std::vector<ir::TensorId>, ir::TensorId> stacks_;  // stacked tensors by their parts
 };
 
 }  // namespace

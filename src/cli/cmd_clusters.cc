@@ -9,6 +9,7 @@
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "cluster/quantity_text.h"
+#include "support/format_bytes.h"
 
 namespace cleave::cli {
 
@@ -99,15 +100,15 @@ void show_text(Cluster const& c) {
       peaks += fmt::format(" {:>14}", p ? cluster::format_flops_rate(*p) : "-");
     }
     out += fmt::format("  {:>4}  {:<12} {:<16} {:<8} {:>9}{} {:>11}\n", i, d.name, d.kind,
-                       c.node(d.node).name, cluster::format_bytes(d.memory), peaks,
+                       c.node(d.node).name, format_bytes(d.memory), peaks,
                        cluster::format_bandwidth(d.memory_bandwidth));
   }
   out += "\nnodes\n";
   for (std::uint32_t n = 0; n < c.nodes().size(); ++n) {
     auto const& node = c.node(cluster::NodeId(n));
-    out += fmt::format("  {:<8} host memory {:>9}   devices {}\n", node.name,
-                       cluster::format_bytes(node.host_memory),
-                       device_list(c.devices_of(cluster::NodeId(n))));
+    out +=
+        fmt::format("  {:<8} host memory {:>9}   devices {}\n", node.name,
+                    format_bytes(node.host_memory), device_list(c.devices_of(cluster::NodeId(n))));
   }
   if (!c.switches().empty()) {
     out += "\nswitches\n";

@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "ir/graph_json.h"
-#include "ops/split_report.h"
+#include "support/format_bytes.h"
 
 namespace cleave::cli {
 
@@ -89,7 +89,7 @@ int run_check_graph(ops::OpRegistry const& registry, CheckGraphCommand const& cm
     std::printf("  %-16s %lld\n", type.c_str(), static_cast<long long>(n));
   std::printf("tensor bytes by role:\n");
   for (auto const& [role, bytes] : bytes_by_role)
-    std::printf("  %-16s %s\n", role.c_str(), ops::format_bytes(bytes).c_str());
+    std::printf("  %-16s %s\n", role.c_str(), format_bytes(Bytes(bytes)).c_str());
   return 0;
 }
 

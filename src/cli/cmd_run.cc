@@ -11,12 +11,12 @@
 #include "api/evaluate.h"
 #include "api/plan_input.h"
 #include "cli/commands.h"
-#include "ops/split_report.h"
 #include "report/plan_report.h"
 #include "runtime/check.h"
 #include "runtime/comm_backend.h"
 #include "runtime/kernels/kernel.h"
 #include "support/file_io.h"
+#include "support/format_bytes.h"
 
 namespace cleave::cli {
 namespace {
@@ -56,10 +56,9 @@ std::string to_text(api::PlanInput const& in, RunCommand const& cmd, RunOutcome 
     auto const& s = last.devices[d];
     text += fmt::format("{:<10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12} {:>8} {:>8}\n",
                         in.cluster.devices()[d].name, format_seconds(s.compute_s),
-                        format_seconds(s.comm_s), format_seconds(s.idle_s),
-                        ops::format_bytes(s.peak.value()),
-                        ops::format_bytes(out.prediction.peak_memory_bytes[d]),
-                        ops::format_bytes(s.capacity.value()), s.kernel_tasks, s.interpreted_tasks);
+                        format_seconds(s.comm_s), format_seconds(s.idle_s), format_bytes(s.peak),
+                        format_bytes(Bytes(out.prediction.peak_memory_bytes[d])),
+                        format_bytes(s.capacity), s.kernel_tasks, s.interpreted_tasks);
   }
   if (out.check) {
     auto const& c = *out.check;

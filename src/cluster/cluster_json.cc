@@ -1,11 +1,11 @@
 #include "cluster/cluster_json.h"
 
-#include <cstdio>
 #include <map>
 #include <optional>
 
 #include "ir/text_format.h"
 #include "support/file_io.h"
+#include "support/hash.h"
 #include "support/json_read.h"
 
 namespace cleave::cluster {
@@ -289,18 +289,11 @@ Expected<Cluster> load_cluster_file(std::string const& path) {
 }
 
 std::uint64_t fingerprint(Cluster const& cluster) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (char ch : to_json(cluster, /*with_meta=*/false)) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  return fnv1a(to_json(cluster, /*with_meta=*/false));
 }
 
 std::string fingerprint_hex(Cluster const& cluster) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fingerprint(cluster)));
-  return buf;
+  return fnv1a_hex(to_json(cluster, /*with_meta=*/false));
 }
 
 }  // namespace cleave::cluster

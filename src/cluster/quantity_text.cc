@@ -127,17 +127,6 @@ Expected<Seconds> parse_seconds(std::string_view text) {
   return Seconds(*v);
 }
 
-std::string format_bytes(Bytes bytes) {
-  auto v = static_cast<double>(bytes.value());
-  // Capacities that are whole binary units print in them (80 GiB); others in decimal (12 GB).
-  for (auto [scale, name] : {std::pair{tebi, "TiB"}, {gibi, "GiB"}, {mebi, "MiB"}, {kibi, "KiB"}}) {
-    if (v < scale) continue;
-    if (std::fmod(v, scale / 4) == 0) return trimmed(v / scale) + " " + name;
-    break;
-  }
-  return with_unit(v, {{"B", 1}, {"KB", kilo}, {"MB", mega}, {"GB", giga}, {"TB", tera}});
-}
-
 std::string format_bandwidth(BytesPerSecond bandwidth) {
   if (std::isinf(bandwidth.value())) return "unlimited";
   return with_unit(bandwidth.value(),

@@ -21,8 +21,7 @@ Expected<FlopsPerSecond> parse_flops_rate(std::string_view text);
 // Seconds: a plain number or one with a unit s, ms, us, ns ("25us").
 Expected<Seconds> parse_seconds(std::string_view text);
 
-// Short human forms with units, at most 4 significant digits.
-std::string format_bytes(Bytes bytes);                   // "80 GiB", "12 GB", "512 B"
+// Short human forms with units, at most 4 significant digits (byte counts: support/format_bytes.h).
 std::string format_bandwidth(BytesPerSecond bandwidth);  // "300 GB/s", "12.5 GB/s"
 std::string format_flops_rate(FlopsPerSecond rate);      // "19.5 TFLOP/s"
 std::string format_seconds(Seconds seconds);             // "25 us", "1.5 ms"

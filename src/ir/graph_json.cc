@@ -7,6 +7,7 @@
 #include "ir/text_format.h"
 #include "support/assert.h"
 #include "support/file_io.h"
+#include "support/hash.h"
 #include "support/json_read.h"
 
 namespace cleave::ir {
@@ -565,16 +566,7 @@ Expected<Graph> graph_from_json(std::string_view text, ShapeInference const& sem
 }
 
 std::string graph_fingerprint(Graph const& graph) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : graph_to_json(graph)) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4)
-    out[static_cast<std::size_t>(i)] = hex[h & 15];
-  return out;
+  return fnv1a_hex(graph_to_json(graph), fnv1a_graph_basis);
 }
 
 Status save_graph(Graph const& graph, std::string const& path) {

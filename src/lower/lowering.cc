@@ -470,8 +470,7 @@ struct Lowering::State {
       part.tasks[m].collective = 0;
     ag.kind = CollectiveKind::all_gather;
     ag.tensor = t;
-    for (auto d : graph.tensor(t).type.shape)
-      ag.region.push_back({0, d});
+    ag.region = tdl::whole_box(graph.tensor(t).type.shape);
     ag.bytes = Bytes(tensor_bytes(graph.tensor(t), ag.region));
     part.collectives.push_back(std::move(ag));
     ir::OpId producer = graph.producer(t);

@@ -203,9 +203,7 @@ class Runner {
   Expected<std::vector<tdl::TensorData>> assemble() {
     std::vector<tdl::TensorData> values(graph_.num_tensors());
     for (auto const& t : graph_.tensors()) {
-      tdl::Box all;
-      for (auto d : t.type.shape)
-        all.push_back({0, d});
+      tdl::Box all = tdl::whole_box(t.type.shape);
       tdl::TensorData out = tdl::TensorData::zeros(t.type.shape, all);
       std::vector<bool> covered(out.values.size(), false);
       for (auto const& device : held_)

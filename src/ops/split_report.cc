@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/format_bytes.h"
+
 namespace cleave::ops {
 
 namespace {
@@ -21,10 +23,6 @@ std::string scaled(std::int64_t value, double base, std::initializer_list<char c
 }
 
 }  // namespace
-
-std::string format_bytes(std::int64_t bytes) {
-  return scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"});
-}
 
 std::string format_flops(std::int64_t flops) {
   return scaled(flops, 1000, {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"});
@@ -61,10 +59,8 @@ std::string padding_text(tdl::Region const& region) {
 
 std::string region_text(tdl::Region const& region, ir::Shape const& shape) {
   if (region.empty()) return "nothing";
-  tdl::Box all;
-  for (auto d : shape)
-    all.push_back({0, d});
-  if (region.box == all && !region.has_padding()) return "all " + tdl::box_to_string(region.box);
+  if (region.box == tdl::whole_box(shape) && !region.has_padding())
+    return "all " + tdl::box_to_string(region.box);
   return tdl::box_to_string(region.box) + padding_text(region);
 }
 
@@ -111,8 +107,7 @@ std::string to_text(SplitReport const& r) {
   out += fmt::format("output      {} {}\n", op.output_name(), ir::type_to_string(op.output_type()));
   out += fmt::format("space       {}\n", op.describe_space());
   out += fmt::format("whole op    {}, reads {}, writes {}\n\n", format_flops(r.whole.flops.value()),
-                     format_bytes(r.whole.bytes_read.value()),
-                     format_bytes(r.whole.bytes_written.value()));
+                     format_bytes(r.whole.bytes_read), format_bytes(r.whole.bytes_written));
   out += "dim        kind       extent  splittable\n";
   for (auto const& d : op.dims())
     out += fmt::format("{:<10} {:<10} {:>6}  {}\n", d.name,
@@ -132,7 +127,7 @@ std::string to_text(SplitReport const& r) {
                                                  tdl::reducer_name(p.reducer))
                                    : "");
       out += fmt::format("    cost   {}, reads {}, writes {}\n", format_flops(p.flops.value()),
-                         format_bytes(p.bytes_read.value()), format_bytes(p.bytes_written.value()));
+                         format_bytes(p.bytes_read), format_bytes(p.bytes_written));
     }
     bool partial = !s.pieces.empty() && s.pieces[0].partial;
     out += partial ? fmt::format("  needs a reduction ({}) of the halves' outputs\n",

@@ -30,8 +30,6 @@ std::string to_text(SplitReport const& report);
 // "cleave.op-report/1" JSON (docs/formats.md).
 std::string to_json(SplitReport const& report);
 
-// "1.50 MiB", "12 B".
-std::string format_bytes(std::int64_t bytes);
 // "7.08 MFLOP".
 std::string format_flops(std::int64_t flops);
 

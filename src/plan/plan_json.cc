@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/file_io.h"
+#include "support/json_read.h"
 
 namespace cleave::plan {
 
@@ -191,9 +192,7 @@ Expected<Plan> plan_from_json(std::string_view text) {
     }
     return p;
   } catch (json::exception const& e) {
-    std::string what = e.what();
-    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
-    return Error(ErrorCode::parse_error, "malformed plan: " + what);
+    return Error(ErrorCode::parse_error, "malformed plan: " + json_read::exception_message(e));
   }
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include "ops/split_report.h"
+#include "support/format_bytes.h"
 
 namespace cleave::report {
 
@@ -21,7 +21,7 @@ std::string roles_text(sim::DeviceMemory const& m) {
   for (auto const& [bytes, r] : roles)
     out += fmt::format("{}{} {}", out.empty() ? "" : ", ",
                        sim::memory_role_name(static_cast<sim::MemoryRole>(r)),
-                       ops::format_bytes(bytes));
+                       format_bytes(Bytes(bytes)));
   return out;
 }
 
@@ -53,7 +53,7 @@ std::string over_capacity_summary(std::string const& label, sim::Evaluation cons
   return fmt::format("memory: {} overflows {} of {} devices, {} the most ({} over)\n", label,
                      v.size(), evaluation.devices.size(),
                      evaluation.devices[static_cast<std::size_t>(worst->device)].name,
-                     ops::format_bytes(worst->over_bytes));
+                     format_bytes(Bytes(worst->over_bytes)));
 }
 
 std::string violations_to_text(sim::Evaluation const& evaluation) {
@@ -62,14 +62,14 @@ std::string violations_to_text(sim::Evaluation const& evaluation) {
     auto const& d = evaluation.devices[static_cast<std::size_t>(v.device)];
     auto const& m = d.memory;
     out += fmt::format("\ndevice {} over capacity: peak {} of {}, {} short ({} bytes)\n", d.name,
-                       ops::format_bytes(m.peak_bytes), ops::format_bytes(m.capacity_bytes),
-                       ops::format_bytes(v.over_bytes), v.over_bytes);
+                       format_bytes(Bytes(m.peak_bytes)), format_bytes(Bytes(m.capacity_bytes)),
+                       format_bytes(Bytes(v.over_bytes)), v.over_bytes);
     out += fmt::format("  over from t = {:.6f} s, peak at t = {:.6f} s of a {:.6f} s step\n",
                        v.first_over_s, v.peak_s, evaluation.prediction.step_time_s);
     out += fmt::format("  live at the peak: {}\n", roles_text(m));
     out += "  largest blocks at the peak:\n";
     for (auto const& b : v.largest)
-      out += fmt::format("    {:>10}  {} {} ({})\n", ops::format_bytes(b.bytes), b.tensor,
+      out += fmt::format("    {:>10}  {} {} ({})\n", format_bytes(Bytes(b.bytes)), b.tensor,
                          tdl::box_to_string(b.region), sim::memory_role_name(b.role));
   }
   return out;

@@ -7,6 +7,7 @@
 #include "autodiff/training_graph.h"
 #include "ops/split_report.h"
 #include "support/checked.h"
+#include "support/format_bytes.h"
 #include "tdl/piece.h"
 
 namespace cleave::report {
@@ -85,7 +86,6 @@ Expected<ModelSummary> summarize(std::string model, ir::Graph const& g,
 }
 
 std::string to_text(ModelSummary const& s) {
-  using ops::format_bytes;
   using ops::format_flops;
   std::string out = fmt::format("model                 {}\n", s.model);
   if (s.forward_ops) out += fmt::format("forward ops           {}\n", *s.forward_ops);
@@ -93,18 +93,19 @@ std::string to_text(ModelSummary const& s) {
                      s.backward_ops, s.optimizer_ops);
   out += fmt::format("parameters            {} ({:.3f} billion)\n", s.parameters,
                      static_cast<double>(s.parameters) / 1e9);
-  out += fmt::format("parameter_bytes       {}\n", format_bytes(s.parameter_bytes));
+  out += fmt::format("parameter_bytes       {}\n", format_bytes(Bytes(s.parameter_bytes)));
   out += fmt::format("training_state_bytes  {} = weights {} + gradients {} + optimizer state {}\n",
-                     format_bytes(s.training_state_bytes), format_bytes(s.parameter_bytes),
-                     format_bytes(s.gradient_bytes), format_bytes(s.optimizer_state_bytes));
+                     format_bytes(Bytes(s.training_state_bytes)),
+                     format_bytes(Bytes(s.parameter_bytes)), format_bytes(Bytes(s.gradient_bytes)),
+                     format_bytes(Bytes(s.optimizer_state_bytes)));
   out += fmt::format("activation_bytes      {} (forward tensors saved for backward)\n",
-                     format_bytes(s.activation_bytes));
+                     format_bytes(Bytes(s.activation_bytes)));
   out += fmt::format("flops_per_step        {} (forward {}, backward + optimizer {})\n",
                      format_flops(s.flops_per_step), format_flops(s.forward_flops),
                      format_flops(s.flops_per_step - s.forward_flops));
   out += "largest tensors:\n";
   for (auto const& t : s.largest)
-    out += fmt::format("  {:>12}  {:<16} {} {}\n", format_bytes(t.bytes),
+    out += fmt::format("  {:>12}  {:<16} {} {}\n", format_bytes(Bytes(t.bytes)),
                        std::string(ir::role_name(t.role)), ir::type_to_string(t.type), t.name);
   return out;
 }

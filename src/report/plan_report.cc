@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "ops/split_report.h"
 #include "report/memory_report.h"
+#include "support/format_bytes.h"
 
 namespace cleave::report {
 
@@ -28,9 +28,9 @@ std::string rows_to_text(std::string const& model, std::string const& cluster,
     out +=
         fmt::format("{:<15} {:>12.6f} {:>12.1f} {:>9.1f}% {:>14} {:>14} {:>5} {:>12} {:>10.3f}\n",
                     r.algorithm, p.step_time_s, p.samples_per_s, 100 * r.efficiency(),
-                    ops::format_bytes(max_of(p.peak_memory_bytes)),
-                    ops::format_bytes(max_of(p.memory_capacity_bytes)), p.fits ? "yes" : "NO",
-                    ops::format_bytes(p.comm_bytes), r.search_time_s);
+                    format_bytes(Bytes(max_of(p.peak_memory_bytes))),
+                    format_bytes(Bytes(max_of(p.memory_capacity_bytes))), p.fits ? "yes" : "NO",
+                    format_bytes(Bytes(p.comm_bytes)), r.search_time_s);
   }
   out += "\nbreakdown of the busiest device (s): compute / exposed communication / idle; "
          "busiest link busy\n";

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "ops/split_report.h"
 #include "support/assert.h"
+#include "support/format_bytes.h"
 
 namespace cleave::runtime {
 
@@ -14,9 +14,9 @@ Status Arena::allocate(Bytes size, std::string const& what) {
     std::int64_t shortfall = after - capacity_.value();
     return Error(ErrorCode::out_of_memory,
                  "device " + device_ + " is out of memory: " + what + " needs " +
-                     ops::format_bytes(size.value()) + " with " + ops::format_bytes(in_use_) +
-                     " of " + ops::format_bytes(capacity_.value()) + " in use, " +
-                     ops::format_bytes(shortfall) + " (" + std::to_string(shortfall) +
+                     format_bytes(size) + " with " + format_bytes(Bytes(in_use_)) + " of " +
+                     format_bytes(capacity_) + " in use, " + format_bytes(Bytes(shortfall)) + " (" +
+                     std::to_string(shortfall) +
                      " bytes) short; give the device more memory or plan again for it");
   }
   in_use_ = after;

@@ -1,5 +1,8 @@
 #include "runtime/executor.h"
 
+#include <malloc.h>
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,11 +12,8 @@
 #include <mutex>
 #include <optional>
 #include <queue>
-#include <tuple>
 #include <thread>
-
-#include <malloc.h>
-#include <omp.h>
+#include <tuple>
 
 #include "lower/lifetime.h"
 #include "runtime/collective_part.h"
@@ -55,7 +55,6 @@ void keep_freed_memory() {
   (void)done;
 }
 
-
 using Clock = std::chrono::steady_clock;
 using lower::Task;
 using lower::TaskId;
@@ -88,13 +87,6 @@ void combine_into(std::vector<float>& out, std::vector<float> const& in, tdl::Re
   default:
     return combine([](float a, float b) { return a + b; });
   }
-}
-
-tdl::Box whole_box(ir::Shape const& shape) {
-  tdl::Box b;
-  for (auto d : shape)
-    b.push_back({0, d});
-  return b;
 }
 
 // One step: shared state of the workers.
@@ -132,7 +124,7 @@ class StepRun {
         return Error(ErrorCode::shape_mismatch,
                      "the value given for '" + t.name + "' has the wrong number of elements");
       std::vector<float> data(static_cast<std::size_t>(tdl::box_volume(b.region)));
-      copy_box(it->second.data(), whole_box(t.type.shape), data.data(), b.region, b.region);
+      copy_box(it->second.data(), tdl::whole_box(t.type.shape), data.data(), b.region, b.region);
       CLEAVE_CHECK_OK(store(b.device).add(b.tensor, b.region, std::move(data), false, no_task));
     }
     int threads = options_.threads_per_device;
@@ -203,9 +195,7 @@ class StepRun {
     }
   }
 
-  std::string device_name(int d) const {
-    return s_.devices[static_cast<std::size_t>(d)].name;
-  }
+  std::string device_name(int d) const { return s_.devices[static_cast<std::size_t>(d)].name; }
 
   // "in task 12 (receive of tensor x[0,4) from device cpu1) on device cpu0".
   std::string describe(JobId id) const {
@@ -445,7 +435,8 @@ class StepRun {
       if (info.inputs[i].empty())
         data.push_back(tdl::TensorData::zeros(shape, tdl::Box(info.inputs[i].box.size())));
       else
-        data.push_back({shape, info.inputs[i].box,
+        data.push_back({shape,
+                        info.inputs[i].box,
                         {inputs[i].data, inputs[i].data + tdl::box_volume(inputs[i].region)}});
     }
     CLEAVE_TRY(tdl::TensorData out, tdl::evaluate(bound, task.iteration, data));
@@ -459,7 +450,7 @@ class StepRun {
     for (auto const& t : s_.graph.tensors()) {
       bool produced = s_.graph.producer(t.id).valid();
       if (!produced && !captured_[t.id.value()]) continue;
-      tdl::Box all = whole_box(t.type.shape);
+      tdl::Box all = tdl::whole_box(t.type.shape);
       auto volume = static_cast<std::size_t>(tdl::box_volume(all));
       std::vector<float> out(volume, 0.0f);
       std::vector<float> mask(volume, 0.0f);

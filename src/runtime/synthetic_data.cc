@@ -4,18 +4,10 @@
 #include <random>
 #include <string_view>
 
+#include "support/hash.h"
+
 namespace cleave::runtime {
 namespace {
-
-// FNV-1a: a hash that is the same on every platform and build.
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // Uniform in [0, 1) from 53 bits, independent of the standard library's distributions.
 double unit(std::mt19937_64& rng) {
@@ -64,7 +56,7 @@ Values synthetic_sources(ir::Graph const& graph, std::uint64_t seed) {
   Values values;
   for (auto const& t : graph.tensors()) {
     if (graph.producer(t.id).valid()) continue;
-    std::mt19937_64 rng(fnv1a(t.name) ^ (seed * 0x9e3779b97f4a7c15ull));
+    std::mt19937_64 rng(fnv1a(t.name, fnv1a_graph_basis) ^ (seed * 0x9e3779b97f4a7c15ull));
     auto n = static_cast<std::size_t>(ir::num_elements(t.type.shape));
     std::vector<float> v(n, 0.0f);
     if (t.role == ir::TensorRole::optimizer_state) {

@@ -4,17 +4,21 @@
 
 namespace cleave::json_read {
 
-Error malformed_json(json::exception const& e, std::size_t position) {
-  // e.what() starts with "[json.exception.parse_error.101] ", which means nothing to a user.
-  std::string what = e.what();
-  if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
-  std::size_t offset = position > 0 ? position - 1 : 0;
-  return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
-                                           what + "; the file may be truncated or not be JSON");
-}
-
 Error content_error(std::string const& where, std::string const& problem) {
   return Error(ErrorCode::parse_error, where + ": " + problem);
+}
+
+std::string exception_message(json::exception const& e) {
+  std::string what = e.what();
+  if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+  return what;
+}
+
+Error malformed_json(json::exception const& e, std::size_t position) {
+  std::size_t offset = position > 0 ? position - 1 : 0;  // 0-based, the offending byte
+  return Error(ErrorCode::parse_error, "malformed JSON at byte " + std::to_string(offset) + ": " +
+                                           exception_message(e) +
+                                           "; the file may be truncated or not be JSON");
 }
 
 std::string type_name(json const& v) {

@@ -21,6 +21,9 @@ using json = nlohmann::json;
 Error malformed_json(json::exception const& e, std::size_t position);
 // A parse_error "<where>: <problem>".
 Error content_error(std::string const& where, std::string const& problem);
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix, which means nothing
+// to a user.
+std::string exception_message(json::exception const& e);
 // "null", "a boolean", "a string", "an array", "an object" or "a number".
 std::string type_name(json const& v);
 // `obj` is an object with every required key and no key outside required + optional.

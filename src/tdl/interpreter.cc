@@ -15,9 +15,7 @@ TensorData TensorData::zeros(ir::Shape shape, Box region) {
 }
 
 TensorData TensorData::whole(ir::Shape shape, std::vector<double> values) {
-  Box region;
-  for (auto d : shape)
-    region.push_back({0, d});
+  Box region = whole_box(shape);
   CLEAVE_ASSERT(static_cast<std::int64_t>(values.size()) == box_volume(region),
                 "values do not match the shape");
   return TensorData{std::move(shape), std::move(region), std::move(values)};

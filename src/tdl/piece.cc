@@ -38,6 +38,13 @@ Box full_box(BoundOp const& op) {
   return box;
 }
 
+Box whole_box(ir::Shape const& shape) {
+  Box box;
+  for (auto d : shape)
+    box.push_back({0, d});
+  return box;
+}
+
 std::vector<Box> split_evenly(Box const& box, int dim, std::int64_t parts) {
   CLEAVE_ASSERT(dim >= 0 && static_cast<std::size_t>(dim) < box.size(), "dim out of range");
   Interval whole = box[static_cast<std::size_t>(dim)];

@@ -33,6 +33,8 @@ Box intersect(Box const& a, Box const& b);
 std::string box_to_string(Box const& box);
 // The whole iteration space of op.
 Box full_box(BoundOp const& op);
+// The whole of a tensor of this shape.
+Box whole_box(ir::Shape const& shape);
 // `parts` nearly equal consecutive pieces of box along dim (the first ones one larger).
 std::vector<Box> split_evenly(Box const& box, int dim, std::int64_t parts);
 

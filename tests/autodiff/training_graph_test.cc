@@ -3,6 +3,7 @@
 // its formula.
 #include <cmath>
 #include <gtest/gtest.h>
+#include <map>
 #include <random>
 
 #include "autodiff/training_graph.h"
@@ -134,6 +135,66 @@ TEST_F(GradientCheck, AttentionBlockWithSharedEmbedding) {
   check(*g, 3);
 }
 
+TEST_F(GradientCheck, UnrolledRnnWithWeightsSharedByEveryStep) {
+  // Every step reads the embedding, the LSTM weights and the output layer: each weight's uses
+  // are differentiated as one batched use over the stacked steps.
+  auto g = models::ModelZoo::with_builtins().build("rnn:layers=1,hidden=3,steps=3,batch=2,vocab=3",
+                                                   *registry_);
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  check(*g, 4);
+}
+
+TEST_F(GradientCheck, SharedUsesThatAreNotOneBatchedOp) {
+  // W is read by a matmul and by three linears, one of another input type: the two linears of
+  // one type are a batched use, the others keep their own gradient ops.
+  ops::OpBuilder b(*registry_);
+  auto w = b.weight("w", {3, 3});
+  auto x = b.input("x", {2, 3});
+  auto a = b.op("linear", {x, w}, {}, "a");
+  auto c = b.op("matmul", {a, w}, {}, "c");
+  auto wide = b.op("reshape", {c}, {{"shape", Ints{1, 2, 3}}}, "wide");
+  auto d = b.op("linear", {wide, w}, {}, "d");
+  auto e = b.op("mul", {c, c}, {}, "e");
+  auto f = b.op("linear", {e, w}, {}, "f");
+  auto sum = b.op("add", {b.op("reshape", {d}, {{"shape", Ints{2, 3}}}, "flat"), f}, {}, "sum");
+  models::classification_loss(b, sum);
+  auto graph = b.finish();
+  ASSERT_TRUE(graph.has_value()) << graph.error().to_string();
+  check(*graph, 5);
+  auto train = build_training_graph(*graph, *registry_);
+  ASSERT_TRUE(train.has_value());
+  auto stacked = train->find_op("a.grad.stack_in0");
+  ASSERT_TRUE(stacked.has_value());
+  EXPECT_EQ(train->tensor(train->op(*stacked).outputs[0]).type.shape, (ir::Shape{2, 2, 3}));
+  EXPECT_TRUE(train->find_op("d.grad.W").has_value());
+  EXPECT_TRUE(train->find_op("c.grad.B").has_value());
+  EXPECT_FALSE(train->find_op("f.grad.W").has_value());
+}
+
+TEST(TrainingGraph, OneWeightGradientPerSharedWeightWhateverTheUnroll) {
+  auto registry = ops::OpRegistry::with_builtins();
+  for (int steps : {1, 4}) {
+    auto fwd = models::ModelZoo::with_builtins().build(
+        "rnn:layers=2,hidden=4,vocab=3,batch=2,steps=" + std::to_string(steps), *registry);
+    ASSERT_TRUE(fwd.has_value());
+    auto train = build_training_graph(*fwd, *registry);
+    ASSERT_TRUE(train.has_value()) << train.error().to_string();
+    std::map<std::string, int> count;
+    for (auto const& op : train->ops())
+      if (op.forward.valid()) ++count[op.type];
+    // weight_ih and weight_hh of two layers; the output layer's weight.
+    EXPECT_EQ(count["linear_grad_weight"], 5) << steps;
+    EXPECT_EQ(count["embedding_grad"], 1) << steps;
+    auto update = train->find_op("lstm.layer0.weight_hh.momentum.updated");
+    ASSERT_TRUE(update.has_value());
+    ir::Op const& grad = train->op(train->producer(train->op(*update).inputs[1]));
+    EXPECT_EQ(grad.type, "linear_grad_weight");
+    // dY: [steps, batch, 4 * hidden] stacked, or one step's [batch, 4 * hidden].
+    ir::Shape stacked{steps, 2, 16}, single{2, 16};
+    EXPECT_EQ(train->tensor(grad.inputs[0]).type.shape, steps > 1 ? stacked : single);
+  }
+}
+
 TEST(TrainingGraph, StructureNamesAndOptimizerUpdate) {
   auto registry = ops::OpRegistry::with_builtins();
   auto fwd = models::ModelZoo::with_builtins().build(
@@ -250,9 +311,8 @@ TEST(TrainingGraph, ConvNetsBuildAtSeveralBatchSizes) {
   auto zoo = models::ModelZoo::with_builtins();
   for (char const* model : {"vgg:depth=16", "alexnet", "resnet:depth=18"})
     for (int batch : {1, 128}) {
-      std::string spec = std::string(model) + (std::string(model).find(':') == std::string::npos
-                                                   ? ":"
-                                                   : ",") +
+      std::string spec = std::string(model) +
+                         (std::string(model).find(':') == std::string::npos ? ":" : ",") +
                          "batch=" + std::to_string(batch);
       auto fwd = zoo.build(spec, *registry);
       ASSERT_TRUE(fwd.has_value()) << spec;

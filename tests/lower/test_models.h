@@ -116,11 +116,12 @@ inline plan::Plan with_swapped_activations(ir::Graph const& g, plan::Plan p, std
     if (!first_backward ||
         position[first_backward->value()] < position[last_forward->value()] + gap + 1)
       continue;
-    tdl::Box whole;
-    for (auto d : t.type.shape)
-      whole.push_back({0, d});
-    p.swaps.push_back(
-        {t.id, whole, 0, {last_forward->value(), 0}, {first_backward->value(), 0}, std::nullopt});
+    p.swaps.push_back({t.id,
+                       tdl::whole_box(t.type.shape),
+                       0,
+                       {last_forward->value(), 0},
+                       {first_backward->value(), 0},
+                       std::nullopt});
   }
   return p;
 }

@@ -34,12 +34,7 @@ struct Fixture : Names {
   Bytes bytes(ir::TensorId t) const {
     return Bytes(ir::num_elements(graph.tensor(t).type.shape) * 4);
   }
-  tdl::Box whole(ir::TensorId t) const {
-    tdl::Box box;
-    for (auto d : graph.tensor(t).type.shape)
-      box.push_back({0, d});
-    return box;
-  }
+  tdl::Box whole(ir::TensorId t) const { return tdl::whole_box(graph.tensor(t).type.shape); }
   lower::Task compute(ir::TensorId out, int device, std::vector<lower::TaskId> deps) const {
     lower::Task t;
     t.kind = lower::TaskKind::compute;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cluster/quantity_text.h"
+#include "support/format_bytes.h"
 
 namespace cleave::search {
 
@@ -54,7 +55,7 @@ ProgressFn terminal_progress(std::FILE* out) {
       return;
     std::string line = "searching: " + std::to_string(p.iterations) + " iterations";
     if (p.best_step_time) line += ", best step " + cluster::format_seconds(*p.best_step_time);
-    if (p.best_comm) line += ", least traffic " + cluster::format_bytes(*p.best_comm);
+    if (p.best_comm) line += ", least traffic " + format_bytes(*p.best_comm);
     line += ", " + cluster::format_seconds(p.elapsed) + " elapsed";
     std::fprintf(out, "\r\033[K%s", line.c_str());
     std::fflush(out);
