@@ -11,11 +11,10 @@ placement baseline's rows. docs/search_tofu.md explains the disagreements.
   tofu_eval.py [--cleave BIN] [--subset] [--timeout S]
 """
 import argparse
-import json
 import sys
 import time
 
-from cleave_cli import run
+from compare_json import compare
 
 ALGOS = ["tofu", "data-parallel", "expert", "allrow-greedy", "equal-chop", "optcnn"]
 CLUSTER = "k80x8"
@@ -42,21 +41,14 @@ def models(subset):
     return out
 
 
-def compare(cleave, model, algos, timeout):
-    """The JSON rows of `cleave compare`, or (None, error text)."""
-    cmd = [cleave, "compare", model, "--cluster", CLUSTER, "--algos", ",".join(algos), "--json"]
-    out, err = run(cmd, timeout)
-    return (json.loads(out)["plans"], None) if out is not None else (None, err)
-
-
 def rows_for(cleave, model, timeout):
     """Every algorithm's row; an algorithm that fails is reported alone, not the whole model."""
-    plans, err = compare(cleave, model, ALGOS, timeout)
+    plans, err = compare(cleave, model, CLUSTER, ALGOS, timeout)
     if plans is not None:
         return {p["algorithm"]: p for p in plans}
     out = {}
     for a in ALGOS:
-        p, e = compare(cleave, model, [a], timeout)
+        p, e = compare(cleave, model, CLUSTER, [a], timeout)
         out[a] = p[0] if p else {"error": e}
     return out
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "lower/schedule.h"
 #include "support/assert.h"
@@ -95,6 +96,23 @@ template <typename T> T& slot(std::vector<T>& list, std::size_t at) {
 
 }  // namespace
 
+// What reconfigure() replaced, for undo(): the op's configuration, pieces and part, the layouts its
+// part wrote, the tensor parts rebuilt and which parts were.
+struct Replaced {
+  bool valid = false;
+  ir::OpId op;
+  plan::OpConfig config;
+  std::vector<tdl::PieceInfo> pieces;
+  Part op_part;
+  std::vector<std::pair<ir::TensorId, std::vector<Held>>> layouts;
+  std::vector<std::pair<std::uint32_t, TensorPart>> tensor_parts;  // by part id
+  std::vector<bool> rebuilt;
+  // The plan's schedule, which a reconfigure drops (the program is then assembled anew).
+  bool scheduled = false;
+  std::vector<std::vector<plan::PieceRef>> order;
+  std::vector<plan::Swap> swaps;
+};
+
 struct Lowering::State {
   ir::Graph const& graph;
   ops::OpRegistry const& registry;
@@ -117,6 +135,7 @@ struct Lowering::State {
   std::vector<std::size_t> first_initial;        // per part, in `program`
   Program program;
   std::vector<std::optional<TaskId>> previous;
+  Replaced replaced;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
@@ -688,28 +707,39 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   CLEAVE_TRY(auto bound, s.registry.bind(s.graph, id));
   CLEAVE_CHECK_OK(plan::validate_op(config, s.graph.op(id), *bound, s.plan.num_devices));
   CLEAVE_TRY(auto infos, s.analyze(id, config));
-  s.plan.ops[id.value()] = std::move(config);
-  bool scheduled = !s.plan.order.empty();
-  s.plan.order.clear();
-  s.plan.swaps.clear();
-  s.pieces[id.value()] = std::move(infos);
-  s.build_op_part(id);
-  std::vector<bool> rebuilt(s.offset.size(), false);
-  rebuilt[id.value()] = true;
+  Replaced& r = s.replaced;
+  r.valid = true;
+  r.op = id;
+  r.config = std::exchange(s.plan.ops[id.value()], std::move(config));
+  r.scheduled = !s.plan.order.empty();
+  r.order = std::exchange(s.plan.order, {});
+  r.swaps = std::exchange(s.plan.swaps, {});
+  r.pieces = std::exchange(s.pieces[id.value()], std::move(infos));
   ir::Op const& op = s.graph.op(id);
+  r.layouts.clear();
+  r.layouts.emplace_back(op.outputs[0], s.layout[op.outputs[0].value()]);
+  if (auto placed = s.places[id.value()])
+    r.layouts.emplace_back(*placed, s.layout[placed->value()]);
+  r.op_part = std::move(s.op_parts[id.value()]);
+  s.build_op_part(id);
+  r.rebuilt.assign(s.offset.size(), false);
+  r.rebuilt[id.value()] = true;
   std::vector<ir::TensorId> touched(op.inputs.begin(), op.inputs.end());
   touched.push_back(op.outputs[0]);
   if (auto placed = s.places[id.value()]) touched.push_back(*placed);
   // Late parts that wait for this op's output (its writers may have changed).
   touched.insert(touched.end(), s.gates[id.value()].begin(), s.gates[id.value()].end());
+  r.tensor_parts.clear();
   for (auto t : touched) {
-    if (rebuilt[s.part_id(t, early_pass)]) continue;
-    rebuilt[s.part_id(t, early_pass)] = true;
-    rebuilt[s.part_id(t, late_pass)] = true;
+    if (r.rebuilt[s.part_id(t, early_pass)]) continue;
+    for (Pass pass : {early_pass, late_pass}) {
+      r.rebuilt[s.part_id(t, pass)] = true;
+      r.tensor_parts.emplace_back(s.part_id(t, pass), std::move(s.tensor_part(t, pass)));
+    }
     s.build_tensor_part(t);
   }
-  if (!scheduled) {
-    s.assemble(&rebuilt);
+  if (!r.scheduled) {
+    s.assemble(&r.rebuilt);
     return Status::ok();
   }
   // The program had the schedule's edges and swap tasks, which the parts do not know: it is
@@ -718,6 +748,32 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   s.assemble(nullptr);
   s.previous.assign(s.program.tasks.size(), std::nullopt);
   return Status::ok();
+}
+
+void Lowering::undo() {
+  State& s = *state_;
+  Replaced& r = s.replaced;
+  CLEAVE_ASSERT(r.valid, "undo without a reconfigure to undo");
+  r.valid = false;
+  std::swap(s.plan.ops[r.op.value()], r.config);
+  std::swap(s.pieces[r.op.value()], r.pieces);
+  std::swap(s.op_parts[r.op.value()], r.op_part);
+  for (auto& [t, held] : r.layouts)
+    std::swap(s.layout[t.value()], held);
+  for (auto& [id, part] : r.tensor_parts)
+    std::swap(s.tensor_parts[id - s.num_ops], part);
+  if (!r.scheduled) {
+    s.assemble(&r.rebuilt);
+    return;
+  }
+  // The schedule the reconfigure dropped comes back with the program it applied to.
+  s.plan.order = std::move(r.order);
+  s.plan.swaps = std::move(r.swaps);
+  s.program.ordering.clear();
+  s.assemble(nullptr);
+  Status applied = apply_schedule(s.graph, s.plan, s.program);
+  CLEAVE_ASSERT(applied.is_ok(), "the schedule applied before the reconfigure applies again");
+  s.previous.assign(s.program.tasks.size(), std::nullopt);
 }
 
 Program const& Lowering::program() const {

@@ -39,6 +39,13 @@ class Lowering {
   // nullopt). On error nothing changes.
   Status reconfigure(ir::OpId op, plan::OpConfig config);
 
+  // Restores the plan and program before the last reconfigure() from the part data it kept (the
+  // parts are swapped back and the program reassembled; nothing is lowered again), the schedule it
+  // dropped included (then re-applied, and previous_ids() all nullopt). Once per reconfigure();
+  // undoing twice, or before any, is a bug. previous_ids() then maps the restored program to the
+  // one undone.
+  void undo();
+
   // The program of the current plan, identical to lower(graph, plan()): with the plan's schedule
   // applied (schedule.h).
   Program const& program() const;

@@ -41,6 +41,14 @@ struct PieceRef {
 // (lower/lowering.cc, Pass; docs/cost_model.md).
 enum class FetchPolicy : std::uint8_t { shared, per_pass };
 
+// How an iterative search went (FlexFlow's MCMC): its iterations, the moves it accepted, and the
+// best step time each time it improved, against the seconds since the search began.
+struct SearchCourse {
+  std::int64_t iterations = 0;
+  std::int64_t accepted = 0;
+  std::vector<std::pair<double, double>> best;  // (elapsed s, best step time s), improving
+};
+
 // A tensor whose fetch policy is not the plan's.
 struct TensorFetch {
   ir::TensorId tensor;
@@ -78,6 +86,8 @@ struct Provenance {
   std::optional<double> budget_time_s;
   std::optional<std::int64_t> budget_iterations;
   bool budget_exhausted = false;  // the search stopped at its budget with the best plan so far
+  // The course of a search that records one (flexflow); absent for the others.
+  std::optional<SearchCourse> course;
 };
 
 struct Plan {

@@ -16,8 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-// Options, budget and budget_exhausted came with the search contract (issue 14); plans that
-// predate them load with none, unlimited and false.
+// Options, budget and budget_exhausted came with the search contract (issue 14), course with
+// flexflow (issue 15); plans that predate them load with none, unlimited, false and no course.
 json provenance_to_json(Provenance const& prov) {
   json options = json::object();
   for (auto const& [key, value] : prov.options)
@@ -25,10 +25,19 @@ json provenance_to_json(Provenance const& prov) {
   json budget = json::object();
   if (prov.budget_time_s) budget["time_s"] = *prov.budget_time_s;
   if (prov.budget_iterations) budget["iterations"] = *prov.budget_iterations;
-  return {{"algorithm", prov.algorithm},        {"config", prov.config},
-          {"options", std::move(options)},      {"seed", prov.seed},
-          {"budget", std::move(budget)},        {"budget_exhausted", prov.budget_exhausted},
-          {"search_time_s", prov.search_time_s}};
+  json out = {{"algorithm", prov.algorithm},        {"config", prov.config},
+              {"options", std::move(options)},      {"seed", prov.seed},
+              {"budget", std::move(budget)},        {"budget_exhausted", prov.budget_exhausted},
+              {"search_time_s", prov.search_time_s}};
+  if (prov.course) {
+    json best = json::array();
+    for (auto const& [elapsed, step] : prov.course->best)
+      best.push_back({elapsed, step});
+    out["course"] = {{"iterations", prov.course->iterations},
+                     {"accepted", prov.course->accepted},
+                     {"best", std::move(best)}};
+  }
+  return out;
 }
 
 // A number that is not an integer of the type a field needs (plan_from_json turns it into an
@@ -80,6 +89,15 @@ Provenance provenance_from_json(json const& prov) {
   }
   if (prov.contains("budget_exhausted"))
     out.budget_exhausted = prov.at("budget_exhausted").get<bool>();
+  if (prov.contains("course")) {
+    auto const& course = prov.at("course");
+    SearchCourse c;
+    c.iterations = course.at("iterations").get<std::int64_t>();
+    c.accepted = course.at("accepted").get<std::int64_t>();
+    for (auto const& point : course.at("best"))
+      c.best.emplace_back(point.at(0).get<double>(), point.at(1).get<double>());
+    out.course = std::move(c);
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "cluster/cluster_json.h"
 #include "search/baselines/baselines.h"
+#include "search/flexflow/flexflow.h"
 #include "search/mincut/mincut.h"
 #include "search/tofu/tofu.h"
 
@@ -66,6 +67,13 @@ std::vector<Algorithm> const& table() {
         "",
         {}},
        plain(tofu::equal_chop)},
+      {{"flexflow",
+        "FlexFlow: MCMC over per-op SOAP configurations (degrees per dimension, devices per "
+        "piece) from data-parallel, expert and random plans, priced by the delta simulator",
+        "one proposal priced by the delta simulator (no budget given: " +
+            std::to_string(flexflow::default_iterations) + " proposals)",
+        flexflow::flexflow_options()},
+       flexflow::flexflow},
       {{"mincut",
         "balanced min-cut: the op graph cut by METIS into a part per device (nodes first, parts "
         "in proportion to device speed, time and memory balanced), list-scheduled, every op whole",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "support/assert.h"
 
@@ -103,6 +104,13 @@ void DeltaSimulator::simulate_all() {
 Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   remember(lowering_.program(), scratch_->old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
+  // For undo(): copied into the buffers kept from the last apply (their allocations reused), since
+  // the steps below update these in place; the costs, run and prediction are replaced whole and
+  // kept by moving them (rerun_from).
+  kept_.valid = true;
+  kept_.timings = timings_;
+  kept_.index = index_;
+  kept_.work = work_;
   work_ = {lowering_.program().tasks.size(), 0, 0, 0};
   map_tasks();
   update_index();
@@ -222,7 +230,7 @@ std::vector<cost::CollectiveCost> DeltaSimulator::reprice_collectives() {
     if (oc != lower::no_collective) {
       s.old_of[n + c] = static_cast<NodeId>(old.tasks + oc);
       s.new_of[old.tasks + oc] = static_cast<NodeId>(n + c);
-      costs[c] = std::move(costs_[oc]);
+      costs[c] = costs_[oc];  // kept for undo()
     } else {
       costs[c] = cost_of(p.collectives[c], p, *graph_, *cost_);
       ++work_.tasks_priced;
@@ -313,13 +321,26 @@ void DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> cos
     prefix.ready.push_back(run_.ready[v]);
     prefix.spans.push_back(old_span(v));
   }
-  prefix.checkpoints = std::move(run_.checkpoints);
+  prefix.checkpoints = run_.checkpoints;
   work_.nodes_replayed = prefix.taken.size();
-  run_ = run_event_loop(p, timings_, resources_, prefix, &index_.deps);
+  kept_.run = std::exchange(run_, run_event_loop(p, timings_, resources_, prefix, &index_.deps));
   work_.nodes = run_.order.size();
-  costs_ = std::move(costs);
-  prediction_ =
-      summarize(*graph_, p, *cost_, costs_, timings_, std::move(run_.result), samples_, &index_);
+  kept_.costs = std::exchange(costs_, std::move(costs));
+  kept_.prediction =
+      std::exchange(prediction_, summarize(*graph_, p, *cost_, costs_, timings_,
+                                           std::move(run_.result), samples_, &index_));
+}
+
+void DeltaSimulator::undo() {
+  CLEAVE_ASSERT(kept_.valid, "undo without an apply to undo");
+  kept_.valid = false;
+  lowering_.undo();
+  std::swap(costs_, kept_.costs);
+  std::swap(timings_, kept_.timings);
+  std::swap(index_, kept_.index);
+  std::swap(run_, kept_.run);
+  std::swap(prediction_, kept_.prediction);
+  std::swap(work_, kept_.work);
 }
 
 }  // namespace cleave::sim

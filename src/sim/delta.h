@@ -24,6 +24,11 @@ class DeltaSimulator {
   // configuration) nothing changes.
   Expected<Prediction> apply(ir::OpId op, plan::OpConfig config);
 
+  // Restores the state before the last apply() without simulating again: the lowering swaps its
+  // replaced parts back and reassembles, the timings, task index, run and prediction come back
+  // from the copies apply() kept. Once per apply(); undoing twice, or before any, is a bug.
+  void undo();
+
   Prediction const& prediction() const { return prediction_; }
   lower::Program const& program() const { return lowering_.program(); }
   plan::Plan const& plan() const { return lowering_.plan(); }
@@ -69,6 +74,17 @@ class DeltaSimulator {
   Prediction prediction_;
   Work work_;
   std::unique_ptr<Scratch> scratch_;
+  // The state before the last apply(), for undo().
+  struct Kept {
+    bool valid = false;
+    std::vector<cost::CollectiveCost> costs;
+    Timings timings;
+    TaskIndex index;
+    Run run;
+    Prediction prediction;
+    Work work;
+  };
+  Kept kept_;
 };
 
 }  // namespace cleave::sim

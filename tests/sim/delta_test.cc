@@ -1,7 +1,8 @@
 // Delta simulation's guarantee: after any sequence of single-op changes, the prediction is bit for
 // bit what lowering and predicting the changed plan in full gives, on random plans of small
-// training graphs over a hierarchical cluster.
+// training graphs over a hierarchical cluster; an undone change restores the prediction before it.
 #include <gtest/gtest.h>
+#include <utility>
 
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
@@ -59,7 +60,7 @@ void expect_same_program(lower::Program const& a, lower::Program const& b) {
 
 class Delta : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Delta, EqualsFullSimulationAfterEveryChange) {
+TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
   auto registry = ops::OpRegistry::with_builtins();
   ir::Graph forward = GetParam() == "cnn" ? lower::testing::tiny_cnn(*registry)
                       : GetParam() == "attention"
@@ -81,15 +82,26 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChange) {
       auto config = lower::testing::random_config(g, *registry, op, devices, rng);
       auto got = delta->apply(op, config);
       ASSERT_TRUE(got.has_value()) << got.error().to_string();
-      plan.ops[op.value()] = config;
+      auto before = std::exchange(plan.ops[op.value()], config);
+      std::string where = "trial " + std::to_string(trial) + " change " + std::to_string(change) +
+                          " op " + g.op(op).name;
       auto program = lower::lower(g, plan, *registry);
       ASSERT_TRUE(program.has_value()) << program.error().to_string();
       expect_same_program(delta->program(), *program);
       Prediction full = predict(g, *program, cost, 4);
-      expect_identical(*got, full,
-                       "trial " + std::to_string(trial) + " change " + std::to_string(change) +
-                           " op " + g.op(op).name);
+      expect_identical(*got, full, where);
       if (::testing::Test::HasFatalFailure()) return;
+      // Every third change is undone (an MCMC rejection); the changes after it start from there.
+      if (change % 3 == 2) {
+        delta->undo();
+        plan.ops[op.value()] = before;
+        auto restored = lower::lower(g, plan, *registry);
+        ASSERT_TRUE(restored.has_value());
+        expect_same_program(delta->program(), *restored);
+        EXPECT_EQ(delta->plan().ops[op.value()].devices, before.devices);
+        expect_identical(delta->prediction(), predict(g, *restored, cost, 4), where + " undone");
+        if (::testing::Test::HasFatalFailure()) return;
+      }
       replayed += delta->last_work().nodes_replayed;
       taken += delta->last_work().nodes;
     }
@@ -101,7 +113,8 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChange) {
 INSTANTIATE_TEST_SUITE_P(Models, Delta, ::testing::Values("mlp", "cnn", "attention"));
 
 // A plan with a schedule (order and swaps) is simulated with it; the first change drops the
-// schedule (it names the old pieces) and the prediction is still the full one of the changed plan.
+// schedule (it names the old pieces) and the prediction is still the full one of the changed plan;
+// undoing it restores the schedule.
 TEST(DeltaSchedule, TheFirstChangeDropsTheScheduleAndStaysExact) {
   auto registry = ops::OpRegistry::with_builtins();
   auto g = *autodiff::build_training_graph(
@@ -121,6 +134,17 @@ TEST(DeltaSchedule, TheFirstChangeDropsTheScheduleAndStaysExact) {
   ASSERT_TRUE(scheduled.has_value());
   expect_same_program(delta->program(), *scheduled);
   expect_identical(delta->prediction(), predict(g, *scheduled, cost, 4), "scheduled");
+  // Undoing the first change brings the schedule back with the program it applied to.
+  {
+    Rng first(5);
+    ir::OpId op(static_cast<std::uint32_t>(first() % g.num_ops()));
+    ASSERT_TRUE(
+        delta->apply(op, lower::testing::random_config(g, *registry, op, 2, first)).has_value());
+    delta->undo();
+    EXPECT_EQ(delta->plan().swaps, plan.swaps);
+    expect_same_program(delta->program(), *scheduled);
+    expect_identical(delta->prediction(), predict(g, *scheduled, cost, 4), "undone");
+  }
   Rng rng(11);
   for (int change = 0; change < 4; ++change) {
     ir::OpId op(static_cast<std::uint32_t>(rng() % g.num_ops()));

@@ -1,0 +1,125 @@
+// FlexFlow's search speed (issue 15): the same MCMC (same seed, same proposals, the same plan)
+// priced by the delta simulator and by full simulation (lower + predict, as FlexFlow's public
+// code does), proposals per second and time to the final plan, beside the paper's delta search.
+// Then what a rejected proposal costs: DeltaSimulator::undo against a second apply of the old
+// configuration, on random proposals from the data-parallel plan.
+//
+//   flexflow_search [--proposals N] [--full-proposals N] [--case NAME] [--markdown]
+//     NAME: inception4, nmt4, inception64, nmt64 (default: the 4-device cases)
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "autodiff/training_graph.h"
+#include "bench_util.h"
+#include "cluster/presets.h"
+#include "models/model_zoo.h"
+#include "search/baselines/baselines.h"
+#include "search/flexflow/config_space.h"
+#include "search/search.h"
+#include "sim/delta.h"
+
+namespace {
+
+using namespace cleave;
+using namespace cleave::bench;
+
+struct Case {
+  std::string name, model, cluster, paper;
+  std::int64_t batch;
+  bool by_default;  // run without --case (the 64-device cases take minutes)
+};
+
+struct Run {
+  double proposals_per_s = 0, to_final_s = 0, step_s = 0;
+  std::int64_t proposals = 0;
+};
+
+Run run_search(search::SearchContext ctx, std::int64_t proposals, std::string const& simulator) {
+  ctx.budget.iterations = proposals;
+  ctx.options = {{"simulator", simulator}};
+  auto p = must(search::make_plan("flexflow", ctx));
+  auto const& course = *p.provenance.course;
+  return {static_cast<double>(course.iterations) / p.provenance.search_time_s,
+          course.best.back().first, course.best.back().second, course.iterations};
+}
+
+// Mean seconds of an apply, of undoing it, and of applying the old configuration again instead.
+struct UndoCost {
+  double apply_s = 0, undo_s = 0, reapply_s = 0;
+};
+
+UndoCost undo_cost(search::SearchContext const& ctx, int n) {
+  plan::Plan start = must(search::data_parallel(ctx));
+  start.num_devices = static_cast<int>(ctx.cluster().num_devices());
+  auto space = must(search::flexflow::ConfigSpace::create(ctx, false));
+  auto sim = must(sim::DeltaSimulator::create(ctx.graph, start, ctx.registry, ctx.cost, ctx.batch));
+  search::Rng rng(1);
+  UndoCost c;
+  for (int i = 0; i < n; ++i) {
+    ir::OpId op(static_cast<std::uint32_t>(rng() % ctx.graph.num_ops()));
+    auto old = sim.plan().ops[op.value()];
+    auto config = space.random(op, rng);
+    auto t0 = Clock::now();
+    must(sim.apply(op, config));
+    c.apply_s += seconds_since(t0);
+    if (i % 2 == 0) {
+      t0 = Clock::now();
+      sim.undo();
+      c.undo_s += seconds_since(t0);
+    } else {
+      t0 = Clock::now();
+      must(sim.apply(op, old));
+      c.reapply_s += seconds_since(t0);
+    }
+  }
+  return {c.apply_s / n, c.undo_s / ((n + 1) / 2), c.reapply_s / (n / 2)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::int64_t proposals = 2000, full_proposals = 200;
+  std::string only;
+  bool markdown = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--markdown") markdown = true;
+    if (i + 1 >= argc) continue;
+    if (a == "--proposals") proposals = std::atoll(argv[i + 1]);
+    if (a == "--full-proposals") full_proposals = std::atoll(argv[i + 1]);
+    if (a == "--case") only = argv[i + 1];
+  }
+  std::vector<Case> cases = {
+      {"inception4", "inception:batch=256", "p100-4x4:nodes=1", "14 s -> 4.1 s", 256, true},
+      {"nmt4", "nmt:batch=256", "p100-4x4:nodes=1", "40 s -> 16 s", 256, true},
+      {"inception64", "inception:batch=4096", "k80-16x4", "8817 s -> 1278 s", 4096, false},
+      {"nmt64", "nmt:batch=4096", "k80-16x4", "8982 s -> 2190 s", 4096, false},
+  };
+  char const* sep = markdown ? " | " : "  ";
+  std::printf(markdown ? "| case | ops | delta proposals/s | full proposals/s | speedup | delta: "
+                         "time to final plan (s) | step (s) | paper (full -> delta, to final) | "
+                         "apply (ms) | undo (ms) | second apply (ms) |\n|---|---|---|---|---|---"
+                         "|---|---|---|---|---|\n"
+                       : "case  ops  delta/s  full/s  speedup  to-final(s)  step(s)  paper  apply  "
+                         "undo  reapply (ms)\n");
+  for (auto const& c : cases) {
+    if (only.empty() ? !c.by_default : c.name != only) continue;
+    auto registry = ops::OpRegistry::with_builtins();
+    auto forward = must(models::ModelZoo::with_builtins().build(c.model, *registry));
+    ir::Graph g = must(autodiff::build_training_graph(forward, *registry));
+    auto cluster = must(cluster::load_cluster(c.cluster));
+    cost::CostModel cost(cluster);
+    search::SearchContext ctx{g, *registry, cost, c.cluster, c.model, c.batch, 1};
+    Run delta = run_search(ctx, proposals, "delta");
+    Run full = run_search(ctx, full_proposals, "full");
+    UndoCost u = undo_cost(ctx, 40);
+    std::printf("%s%s%s%zu%s%.1f%s%.1f%s%.1fx%s%.2f%s%.5f%s%s%s%.2f%s%.2f%s%.2f%s\n",
+                markdown ? "| " : "", c.name.c_str(), sep, g.num_ops(), sep, delta.proposals_per_s,
+                sep, full.proposals_per_s, sep, delta.proposals_per_s / full.proposals_per_s, sep,
+                delta.to_final_s, sep, delta.step_s, sep, c.paper.c_str(), sep, u.apply_s * 1e3,
+                sep, u.undo_s * 1e3, sep, u.reapply_s * 1e3, markdown ? " |" : "");
+    std::fflush(stdout);
+  }
+}
