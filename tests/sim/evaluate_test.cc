@@ -116,7 +116,7 @@ TEST(MemoryUse, HostCopiesAreSwappedInDataAndFreeTheBlockTheyCopy) {
   while (program.tasks[written].kind != lower::TaskKind::compute ||
          f.graph.tensor(program.tasks[written].tensor).role != ir::TensorRole::activation)
     ++written;
-  auto const& w = program.tasks[written];
+  lower::Task const w = program.tasks[written];  // a copy: the list grows below
   double end = e->prediction.step_time_s;
   lower::Task out;
   out.kind = lower::TaskKind::swap_out;
