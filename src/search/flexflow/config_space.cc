@@ -1,6 +1,7 @@
 #include "search/flexflow/config_space.h"
 
 #include <algorithm>
+#include <array>
 
 #include "search/common/plan_util.h"
 #include "support/assert.h"
@@ -41,17 +42,9 @@ DimRole role_of(SearchContext const& ctx, ir::Op const& op, tdl::BoundOp const& 
 }  // namespace
 
 char const* role_name(DimRole role) {
-  switch (role) {
-  case DimRole::sample:
-    return "sample";
-  case DimRole::attribute:
-    return "attribute";
-  case DimRole::parameter:
-    return "parameter";
-  case DimRole::reduction:
-    return "reduction";
-  }
-  return "?";
+  static constexpr std::array<char const*, 4> names = {"sample", "attribute", "parameter",
+                                                       "reduction"};
+  return names[static_cast<std::size_t>(role)];
 }
 
 Expected<ConfigSpace> ConfigSpace::create(SearchContext const& ctx, bool reductions) {
