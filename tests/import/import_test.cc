@@ -4,10 +4,10 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <map>
-#include <set>
 #include <string>
 
 #include "autodiff/training_graph.h"
+#include "fuzz_regressions.h"
 #include "import/onnx_import.h"
 #include "import/opaque_op.h"
 #include "onnx_builders.h"
@@ -193,32 +193,17 @@ TEST(ImportErrors, FuzzRegressions) {
       {"data_prop_short_raw_data.bin", "bytes but its shape and type need"},
   };
   auto r = registry();
-  std::set<std::string> seen;
-  for (auto const& f : std::filesystem::directory_iterator(CLEAVE_FUZZ_REGRESSIONS)) {
-    std::string const name = f.path().filename().string();
-    auto outcome = outcomes.find(name);
-    ASSERT_NE(outcome, outcomes.end()) << name << ": add its outcome to the table";
-    std::ifstream in(f.path(), std::ios::binary);
-    std::string bytes{std::istreambuf_iterator<char>(in), {}};
-    for (bool opaque : {false, true}) {
-      ImportOptions o;
-      o.allow_opaque = opaque;
-      auto g = import_onnx_bytes(bytes, name, *r, o);
-      if (!outcome->second.empty()) {
-        ASSERT_FALSE(g.has_value()) << name << " imported";
-        EXPECT_NE(g.error().message().find(outcome->second), std::string::npos)
-            << name << ": " << g.error().to_string();
-        continue;
-      }
-      ASSERT_TRUE(g.has_value()) << name << ": " << g.error().to_string();
-      autodiff::TrainingOptions t;
-      t.loss = g->loss;
-      auto training = autodiff::build_training_graph(g->forward, *r, t);
-      EXPECT_TRUE(training.has_value()) << name << ": " << training.error().to_string();
-    }
-    seen.insert(name);
+  for (bool opaque : {false, true}) {
+    cleave::testing::expect_fuzz_outcomes(
+        CLEAVE_FUZZ_REGRESSIONS, outcomes, [&](std::string const& bytes) -> Status {
+          ImportOptions o;
+          o.allow_opaque = opaque;
+          CLEAVE_TRY(auto g, import_onnx_bytes(bytes, "regression", *r, o));
+          autodiff::TrainingOptions t;
+          t.loss = g.loss;
+          return cleave::testing::status_of(autodiff::build_training_graph(g.forward, *r, t));
+        });
   }
-  EXPECT_EQ(seen.size(), outcomes.size()) << "a listed regression input is missing";
 }
 
 TEST(ImportErrors, TensorBytesThatDoNotMatchTheShape) {
