@@ -19,11 +19,10 @@
 //    tasks' measured durations (target: at most 10% more).
 //
 //   fidelity [--steps N] [--markdown]
-#include <fmt/format.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fmt/format.h>
 #include <map>
 #include <string>
 
@@ -66,7 +65,9 @@ std::int64_t batch_of(std::string const& model) {
   return std::stoll(model.substr(at + 6));
 }
 
-double relative(double predicted, double measured) { return (predicted - measured) / measured; }
+double relative(double predicted, double measured) {
+  return (predicted - measured) / measured;
+}
 
 }  // namespace
 
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
   for (std::size_t a = 0; a < pairs.size(); ++a)
     for (std::size_t b = a + 1; b < pairs.size(); ++b) {
       if (pairs[a].model != pairs[b].model) continue;
-      bool same = (pairs[a].predicted < pairs[b].predicted) ==
-                  (pairs[a].measured < pairs[b].measured);
+      bool same =
+          (pairs[a].predicted < pairs[b].predicted) == (pairs[a].measured < pairs[b].measured);
       concordant += same;
       ++compared;
       per_model[pairs[a].model].first += same;
@@ -181,8 +182,9 @@ int main(int argc, char** argv) {
   std::printf("calibrated cluster: %s (%d thread(s) per device); plans made on %s\n",
               refined_spec.c_str(), rates.threads_per_device, spec.c_str());
   if (markdown) {
-    std::printf("\n| model | algorithm | tasks | measured step (s) | predicted, profile (s) | error "
-                "| predicted, calibrated roofline only (s) | error |\n|---|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "\n| model | algorithm | tasks | measured step (s) | predicted, profile (s) | error "
+        "| predicted, calibrated roofline only (s) | error |\n|---|---|---|---|---|---|---|---|\n");
   }
   for (auto const& p : pairs) {
     std::printf(markdown ? "| `%s` | %s | %zu | %.4f | %.4f | %+.1f%% | %.4f | %+.1f%% |\n"

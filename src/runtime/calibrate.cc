@@ -1,12 +1,12 @@
 #include "runtime/calibrate.h"
 
-#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fmt/format.h>
 #include <map>
 #include <thread>
 #include <tuple>

@@ -19,8 +19,8 @@ namespace {
 // By ir::TensorRole: input, activation, weight, gradient, optimizer_state.
 MemoryRole role_of(ir::TensorRole role) {
   static constexpr std::array<MemoryRole, 5> roles = {
-      MemoryRole::other, MemoryRole::saved_activations, MemoryRole::weights,
-      MemoryRole::gradients, MemoryRole::optimizer_state};
+      MemoryRole::other, MemoryRole::saved_activations, MemoryRole::weights, MemoryRole::gradients,
+      MemoryRole::optimizer_state};
   return roles[static_cast<std::size_t>(role)];
 }
 

@@ -161,7 +161,8 @@ class Parser {
                      "TDL statement nests deeper than " + std::to_string(max_depth) +
                          " levels at column " + std::to_string(at.column) +
                          " (parentheses, unary minus or chained operators): split it into "
-                         "several ops\n" + point_at(text_, at.column));
+                         "several ops\n" +
+                         point_at(text_, at.column));
     }
     return false;
   }

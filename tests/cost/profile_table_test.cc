@@ -206,7 +206,8 @@ TEST(CostModelProfile, MeasuredEntryChangesTheSimulatedStep) {
   EXPECT_EQ(before.measured_tasks, 0);
   // The most expensive compute task's key.
   auto timings =
-      sim::timings_of(*program, *graph, plain, sim::collective_costs(*program, *graph, plain)).tasks;
+      sim::timings_of(*program, *graph, plain, sim::collective_costs(*program, *graph, plain))
+          .tasks;
   std::size_t top = 0;
   for (std::size_t i = 0; i < program->tasks.size(); ++i)
     if (program->tasks[i].kind == lower::TaskKind::compute &&

@@ -80,7 +80,7 @@ TEST(ZooDerivedDefaults, HeadsFollowHidden) {
   };
   EXPECT_EQ(heads("gpt"), 12);
   EXPECT_EQ(heads("gpt:hidden=2048"), 32);
-  EXPECT_EQ(heads("gpt:hidden=1600"), 25);  // GPT-2 XL
+  EXPECT_EQ(heads("gpt:hidden=1600"), 25);   // GPT-2 XL
   EXPECT_EQ(heads("bert:hidden=1024"), 16);  // BERT-large
   EXPECT_EQ(heads("gpt:hidden=200"), 2);     // 200/64 = 3 does not divide 200
   EXPECT_EQ(heads("gpt:hidden=2048,heads=8"), 8);

@@ -2,8 +2,8 @@
 // blocks are freed after their last reader, and the workers' figures add up.
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <gtest/gtest.h>
+#include <optional>
 
 #include "lower/reference_run.h"
 #include "runtime/synthetic_data.h"
@@ -230,9 +230,8 @@ TEST(Executor, OneDeviceRunsTasksInTheSimulatedOrder) {
       std::vector<lower::TaskId> order(spans.size());
       for (lower::TaskId i = 0; i < order.size(); ++i)
         order[i] = i;
-      std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
-        return start(spans[a]) < start(spans[b]);
-      });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](auto a, auto b) { return start(spans[a]) < start(spans[b]); });
       return order;
     };
     auto simulated = by_start(predicted.sim.spans, [](auto const& s) { return s.start; });
