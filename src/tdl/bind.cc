@@ -124,6 +124,9 @@ class Binder {
                  ErrorCode::unsupported);
     for (auto const& index : st_.output.indices)
       collect_output_vars(index);
+    // Slots are bits of a 64-bit mask (BoundExpr::deps); reductions check their own (declare).
+    if (op_->slot_names_.size() > 64)
+      return err(st_.output.column, "more than 64 iteration variables", ErrorCode::unsupported);
     op_->num_parallel_ = static_cast<int>(op_->slot_names_.size());
     for (std::size_t d = 0; d < st_.output.extents.size(); ++d) {
       if (!st_.output.extents[d]) continue;

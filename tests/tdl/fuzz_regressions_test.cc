@@ -16,6 +16,8 @@ TEST(TdlFuzz, RegressionsGiveTheirOutcome) {
           // A 4e9 x 4e9 output: its element count overflowed int64 in the binder.
           {"output_elements_overflow.txt", "the output's elements (the product of the extents of "
                                            "the parallel dimensions) overflow 64-bit counts"},
+          // An output index naming over 64 variables: a slot's bit shifted past 64 (UB).
+          {"output_index_many_variables.txt", "more than 64 iteration variables"},
       },
       [](std::string const& input) { return fuzz::run_tdl_input(input); });
 }
