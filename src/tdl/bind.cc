@@ -126,7 +126,7 @@ class Binder {
       collect_output_vars(index);
     // Slots are bits of a 64-bit mask (BoundExpr::deps); reductions check their own (declare).
     if (op_->slot_names_.size() > 64)
-      return err(st_.output.column, "more than 64 iteration variables", ErrorCode::unsupported);
+      return err(st_.output.column, "more than 64 iteration variables; split the op into several ops", ErrorCode::unsupported);
     op_->num_parallel_ = static_cast<int>(op_->slot_names_.size());
     for (std::size_t d = 0; d < st_.output.extents.size(); ++d) {
       if (!st_.output.extents[d]) continue;
@@ -244,7 +244,7 @@ class Binder {
     if (lookup_var(v.name) || lookup_param(v.name))
       return err(v.column, "'" + v.name + "' is already a variable or parameter; use a new name");
     if (op_->slot_names_.size() >= 64)
-      return err(v.column, "more than 64 iteration variables", ErrorCode::unsupported);
+      return err(v.column, "more than 64 iteration variables; split the op into several ops", ErrorCode::unsupported);
     int slot = new_slot(v.name);
     if (v.extent) {
       auto ext = bind_index(*v.extent);
