@@ -18,7 +18,8 @@ TEST(PlanJson, RoundTripsAndRejectsBadFiles) {
   p.cluster = "cpu:devices=2";
   p.ops[0].degrees[0] = 2;
   p.ops[0].devices = {0, 1};
-  p.provenance = {"test", "{\"x\":1}", 42, 0.5, {}, std::nullopt, std::nullopt, false};
+  p.provenance = {"test",       "{\"x\":1}",  42,    0.5,         {},
+                  std::nullopt, std::nullopt, false, std::nullopt};
   ASSERT_TRUE(validate(p, g, *registry).is_ok());
   std::string text = plan_to_json(p);
   auto back = plan_from_json(text);
@@ -83,7 +84,8 @@ TEST(PlanJson, ProvenanceRoundTripsAndOlderOnesLoad) {
   auto g = *models::ModelZoo::with_builtins().build(
       "mlp:layers=1,hidden=4,input=3,classes=2,batch=4", *registry);
   Plan p = single_device_plan(g, *registry);
-  p.provenance = {"tofu", "ways=2", 7, 0.25, {{"fetch", "shared"}, {"ways", "2"}}, 1.5, 3, true};
+  p.provenance = {"tofu", "ways=2", 7,    0.25,        {{"fetch", "shared"}, {"ways", "2"}},
+                  1.5,    3,        true, std::nullopt};
   std::string text = plan_to_json(p);
   auto back = plan_from_json(text);
   ASSERT_TRUE(back.has_value()) << back.error().to_string();

@@ -119,8 +119,9 @@ TEST(Comm, ACollectiveIsOneBackendCallPerMemberDevice) {
       EXPECT_EQ(collective_calls, calls) << algo << " on " << devices;
       // No member moves its data alone.
       for (auto const& r : records) {
-        if (r.call == Call::send || r.call == Call::receive)
+        if (r.call == Call::send || r.call == Call::receive) {
           EXPECT_EQ(program.tasks[r.key].collective, lower::no_collective);
+        }
       }
     }
   }

@@ -86,10 +86,12 @@ TEST_F(TofuMlpOnTwoDevices, StepFiguresAddUp) {
   ASSERT_EQ(step->spans.size(), exec->program().tasks.size());
   for (std::size_t i = 0; i < step->spans.size(); ++i) {
     EXPECT_LE(step->spans[i].start, step->spans[i].end);
-    for (auto dep : exec->program().tasks[i].deps)
+    for (auto dep : exec->program().tasks[i].deps) {
       if (exec->program().tasks[i].collective == lower::no_collective ||
-          exec->program().tasks[dep].collective != exec->program().tasks[i].collective)
+          exec->program().tasks[dep].collective != exec->program().tasks[i].collective) {
         EXPECT_LE(step->spans[dep].end, step->spans[i].start);
+      }
+    }
   }
   ASSERT_EQ(step->devices.size(), 2u);
   for (auto const& d : step->devices) {

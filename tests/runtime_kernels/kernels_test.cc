@@ -97,8 +97,9 @@ TEST_P(KernelsMatchInterpreter, RandomPieces) {
   // docs/runtime_kernels.md), so every type compares kernels with the interpreter, not only those
   // whose kernel is named above.
   EXPECT_EQ(cov.whole_handled, cov.trials) << "the whole op must always have a kernel";
-  if (expected_kernels.contains(type))
+  if (expected_kernels.contains(type)) {
     EXPECT_GT(cov.pieces_by_kernel[expected_kernels.at(type)], 0);
+  }
   std::string by;
   for (auto const& [k, n] : cov.pieces_by_kernel)
     by += " " + k + "=" + std::to_string(n);
