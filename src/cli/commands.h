@@ -115,8 +115,19 @@ struct RunCommand {
   std::string profile;      // cleave.profile/1 table for the prediction shown beside the run
   api::TrainingFlags training;
   bool json = false;
+  // How the workers exchange data: "in-process" (threads of this process) or "mpi" (one process
+  // per rank, started by mpirun; docs/runtime.md "Over MPI").
+  std::string backend = "in-process";
+  int devices_per_rank = 1;     // mpi: device d runs on rank d / devices_per_rank
+  double comm_timeout_s = 60;   // mpi: the longest wait for a peer before the job ends
+  // mpi fault injection (tests): this rank kills itself (SIGKILL) at its first communication in
+  // the last step, or runs with its devices' capacities half their predicted peaks; -1: none.
+  int kill_rank = -1;
+  int oom_rank = -1;
 };
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd);
+// `cleave run --backend mpi`, on every rank (cmd_run_mpi.cc; built where MPI is found).
+int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd);
 
 struct CalibrateCommand {
   std::string cluster = "cpu:devices=2";  // the cpu preset: how many cores act as devices

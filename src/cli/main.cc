@@ -188,6 +188,21 @@ void add_run_commands(CLI::App& app, Options& o) {
                   "a cleave.profile/1 table (cleave calibrate) for the simulated step time shown "
                   "beside the measured one");
   run->add_flag("--json", o.run.json, "print cleave.run/1 JSON");
+  run->add_option("--backend", o.run.backend,
+                  "how devices exchange data: in-process (default; threads of this process) or "
+                  "mpi (one process per rank: mpirun -np N cleave run PLAN --backend mpi)");
+  run->add_option("--devices-per-rank", o.run.devices_per_rank,
+                  "mpi: devices each rank runs (default 1); ranks x this = the plan's devices")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--comm-timeout", o.run.comm_timeout_s,
+                  "mpi: seconds a rank waits for a peer before ending the job (default 60)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--kill-rank", o.run.kill_rank,
+                  "testing: this rank kills itself (SIGKILL) in the last step")
+      ->group("");
+  run->add_option("--oom-rank", o.run.oom_rank,
+                  "testing: this rank's devices get half their predicted peak memory")
+      ->group("");
   add_training(run, o.run.training);
 
   auto* calibrate = app.add_subcommand(

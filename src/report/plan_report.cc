@@ -84,24 +84,33 @@ std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
                          Timeline const& timeline) {
   auto events = nlohmann::json::array();
   char const* threads[] = {"compute", "transfers in", "collectives", "host copies"};
+  bool by_rank = !timeline.rank_of_device.empty();
+  // A device's threads: in its own process, or among its rank's devices' (4 per device).
+  auto pid = [&](int d) { return by_rank ? timeline.rank_of_device[static_cast<std::size_t>(d)] : d; };
+  auto tid = [&](int d, int thread) { return by_rank ? 4 * d + thread : thread; };
   for (int d = 0; d < program.num_devices; ++d) {
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", d},
-                      {"args", {{"name", "device " + std::to_string(d)}}}});
-    for (int tid = 0; tid < 4; ++tid)
-      events.push_back({{"name", "thread_name"},
+    if (!by_rank || d == 0 || pid(d) != pid(d - 1))
+      events.push_back({{"name", "process_name"},
                         {"ph", "M"},
-                        {"pid", d},
-                        {"tid", tid},
-                        {"args", {{"name", threads[tid]}}}});
+                        {"pid", pid(d)},
+                        {"args",
+                         {{"name", (by_rank ? "rank " : "device ") + std::to_string(pid(d))}}}});
+    for (int thread = 0; thread < 4; ++thread)
+      events.push_back(
+          {{"name", "thread_name"},
+           {"ph", "M"},
+           {"pid", pid(d)},
+           {"tid", tid(d, thread)},
+           {"args",
+            {{"name", (by_rank ? "device " + std::to_string(d) + " " : std::string()) +
+                          threads[thread]}}}});
   }
   for (std::size_t i = 0; i < program.tasks.size(); ++i) {
     auto const& t = program.tasks[i];
     if (t.collective != lower::no_collective) continue;  // shown as its collective
     std::string const& tensor = graph.tensor(t.tensor).name;
     std::string name;
-    int tid = 0;
+    int thread = 0;
     switch (t.kind) {
     case lower::TaskKind::compute:
       name = graph.op(t.op).name;
@@ -111,21 +120,21 @@ std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
       break;
     case lower::TaskKind::transfer:
       name = "recv " + tensor + " from " + std::to_string(t.source_device);
-      tid = 1;
+      thread = 1;
       break;
     case lower::TaskKind::swap_out:
       name = "swap out " + tensor;
-      tid = 3;
+      thread = 3;
       break;
     case lower::TaskKind::swap_in:
       name = "swap in " + tensor;
-      tid = 3;
+      thread = 3;
       break;
     }
     events.push_back({{"name", name},
                       {"ph", "X"},
-                      {"pid", t.device},
-                      {"tid", tid},
+                      {"pid", pid(t.device)},
+                      {"tid", tid(t.device, thread)},
                       {"ts", timeline.tasks[i].start * 1e6},
                       {"dur", (timeline.tasks[i].end - timeline.tasks[i].start) * 1e6},
                       {"args", {{"bytes", t.bytes.value()}, {"flops", t.flops.value()}}}});
@@ -137,8 +146,8 @@ std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
     for (int d : col.group)
       events.push_back({{"name", s.name},
                         {"ph", "X"},
-                        {"pid", d},
-                        {"tid", 2},
+                        {"pid", pid(d)},
+                        {"tid", tid(d, 2)},
                         {"ts", s.start_s * 1e6},
                         {"dur", (s.end_s - s.start_s) * 1e6},
                         {"args",

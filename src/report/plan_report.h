@@ -44,6 +44,9 @@ struct Timeline {
     double end_s = 0;
   };
   std::vector<CollectiveSpan> collectives;  // per collective of the program
+  // A run over MPI: per device, the rank that ran it. The trace then has one process per rank
+  // and, in it, each of the rank's devices' threads; empty: one process per device.
+  std::vector<int> rank_of_device;
 };
 
 // The simulator's timeline: its task spans and each collective as priced.
@@ -53,7 +56,8 @@ Timeline simulated_timeline(lower::Program const& program, sim::Prediction const
 Timeline measured_timeline(ir::Graph const& graph, lower::Program const& program,
                            std::vector<sim::TaskSpan> tasks, std::string const& algorithm);
 
-// Chrome trace events: one process per device, threads "compute", "transfers in" (point to point),
+// Chrome trace events: one process per device (per rank where Timeline::rank_of_device says),
+// threads "compute", "transfers in" (point to point),
 // "collectives" (each collective once per device of its group, not its member tasks) and "host
 // copies". Simulated and measured traces come from this one function.
 std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,

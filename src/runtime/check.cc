@@ -22,6 +22,10 @@ Expected<TrainingRun> run_training(Executor const& executor, TrainingConfig cons
   for (int s = 0; s < config.steps; ++s) {
     auto step = executor.run_step(sources, config.exec);
     if (!step) return std::move(step).error().with_context("in step " + std::to_string(s + 1));
+    if (config.complete_step) {
+      Status st = config.complete_step(*step);
+      if (!st) return std::move(st).error().with_context("in step " + std::to_string(s + 1));
+    }
     if (s + 1 == config.steps) {  // what the check re-runs: the last step, from its sources
       run.last = std::move(step->values);
       run.last_sources = std::move(sources);
@@ -94,6 +98,7 @@ Expected<CheckReport> check_against_reference(ir::Graph const& graph,
   auto tensors = checked_tensors(graph, loss);
   config.exec.capture = tensors;
   config.exec.fail_op.clear();
+  config.exec.devices.clear();  // the reference runs here, whole
   InProcessBackend one_device;  // never called: a one-device program moves nothing
   config.exec.backend = &one_device;
   CLEAVE_TRY(StepResult ref, reference.run_step(run.last_sources, config.exec));

@@ -15,6 +15,7 @@
 // sums, so results agree to rounding, not bit for bit).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct TrainingConfig {
   int steps = 1;
   std::uint64_t seed = 0;  // of the synthetic data
   ExecOptions exec;
+  // Where other processes run some devices (exec.devices): completes each step's result with
+  // theirs before it is read (runtime/mpi: the timings, and the values of every tensor the next
+  // step or the check reads).
+  std::function<Status(StepResult&)> complete_step;
 };
 
 struct TrainingRun {

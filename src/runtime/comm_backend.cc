@@ -173,6 +173,25 @@ Status InProcessBackend::reduce_scatter(CollectiveCall const& call, std::span<fl
       [](Meeting&) {});
 }
 
+Expected<bool> InProcessBackend::arrived(Message const& message) {
+  std::lock_guard lock(mutex_);
+  if (aborted_) return aborted_error();
+  return mailbox_.count(message.key) != 0;
+}
+
+Expected<bool> InProcessBackend::joined(CollectiveCall const& call) {
+  std::lock_guard lock(mutex_);
+  if (aborted_) return aborted_error();
+  Joining& j = joinings_[call.key];
+  if (std::find(j.members.begin(), j.members.end(), call.device) == j.members.end())
+    j.members.push_back(call.device);
+  if (j.members.size() < call.group.size()) return false;
+  // Every member sees it complete once (it then takes the part), so the last one drops it and
+  // the next step's collective with this key starts afresh.
+  if (++j.seen == call.group.size()) joinings_.erase(call.key);
+  return true;
+}
+
 void InProcessBackend::abort() {
   std::lock_guard lock(mutex_);
   aborted_ = true;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "support/status.h"
@@ -70,6 +71,15 @@ class CommBackend {
   // Wakes every member waiting for a message or for a collective's other members with an error;
   // later calls fail at once.
   virtual void abort() = 0;
+
+  // Where devices run in several processes (ExecOptions::devices), a worker takes a receive only
+  // once its message has arrived, and a part in a collective only once every member has joined
+  // it (its own dependencies are done), so that it never blocks in a call while work a peer
+  // waits for is queued behind it. Both poll without waiting; an error when the wait has lasted
+  // longer than the backend allows (a peer that is gone).
+  virtual Expected<bool> arrived(Message const& message) = 0;
+  // The first call for a member is its joining.
+  virtual Expected<bool> joined(CollectiveCall const& call) = 0;
 };
 
 // Workers as threads of one process. A message waits in a mailbox until received. The members of
@@ -86,6 +96,8 @@ class InProcessBackend final : public CommBackend {
   Status reduce_scatter(CollectiveCall const& call, std::span<float const> in,
                         std::span<float> out) override;
   void abort() override;
+  Expected<bool> arrived(Message const& message) override;
+  Expected<bool> joined(CollectiveCall const& call) override;
 
  private:
   struct Meeting {
@@ -114,6 +126,11 @@ class InProcessBackend final : public CommBackend {
   std::atomic<std::uint64_t> events_{0};
   std::map<std::uint64_t, Payload> mailbox_;
   std::map<std::uint64_t, Meeting> meetings_;
+  struct Joining {
+    std::vector<int> members;  // those who have joined
+    std::size_t seen = 0;      // members who saw it complete; at the group's size it is dropped
+  };
+  std::map<std::uint64_t, Joining> joinings_;
   bool aborted_ = false;
 };
 

@@ -37,6 +37,10 @@ struct Executor::State {
   std::vector<std::uint32_t> rank;              // per job: its task's canonical position
   std::vector<std::vector<JobId>> dependents;   // per job
   std::vector<std::uint32_t> per_device_count;  // jobs per device
+  // Per job: the next part in a collective on its device in the order common to all processes
+  // (none: the last, or not a part); whether one comes before it (ExecOptions::devices).
+  std::vector<JobId> next_part;
+  std::vector<bool> has_previous_part;
 };
 
 namespace {
@@ -53,6 +57,35 @@ void keep_freed_memory() {
     return true;
   }();
   (void)done;
+}
+
+constexpr JobId no_job = ~JobId{0};
+
+// Each device's parts in collectives in one order that every process lowering the program
+// computes alike: the jobs' topological order taking the lowest ready job first.
+void order_parts(Executor::State& s) {
+  auto const& jobs = s.jobs.jobs;
+  std::vector<std::uint32_t> waiting(jobs.size());
+  std::priority_queue<JobId, std::vector<JobId>, std::greater<>> ready;
+  for (JobId j = 0; j < jobs.size(); ++j)
+    if ((waiting[j] = static_cast<std::uint32_t>(jobs[j].deps.size())) == 0) ready.push(j);
+  std::vector<JobId> last(s.devices.size(), no_job);
+  s.next_part.assign(jobs.size(), no_job);
+  s.has_previous_part.assign(jobs.size(), false);
+  while (!ready.empty()) {
+    JobId j = ready.top();
+    ready.pop();
+    if (jobs[j].kind == JobKind::collective) {
+      JobId& before = last[static_cast<std::size_t>(jobs[j].device)];
+      if (before != no_job) {
+        s.next_part[before] = j;
+        s.has_previous_part[j] = true;
+      }
+      before = j;
+    }
+    for (JobId u : s.dependents[j])
+      if (--waiting[u] == 0) ready.push(u);
+  }
 }
 
 using Clock = std::chrono::steady_clock;
@@ -77,8 +110,12 @@ class StepRun {
         queued_(std::make_unique<std::atomic<std::uint32_t>[]>(s.devices.size())),
         remaining_(s.program.tasks.size(), 0), spans_(s.program.tasks.size()),
         stats_(s.devices.size()), captured_(s.graph.num_tensors(), false),
+        all_local_(options.devices.empty()), local_(s.devices.size(), all_local_),
+        gated_(s.devices.size()),
         host_arena_("host", Bytes(std::numeric_limits<std::int64_t>::max())),
         host_(s.graph, host_arena_) {
+    for (int d : options.devices)
+      local_[static_cast<std::size_t>(d)] = true;
     for (auto const& d : s.devices)
       arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity));
     for (auto& a : arenas_)
@@ -86,8 +123,13 @@ class StepRun {
     for (TaskId i = 0; i < s.program.tasks.size(); ++i)
       remaining_[i] = static_cast<int>(s.lifetimes[i].readers.size());
     for (JobId j = 0; j < s.jobs.jobs.size(); ++j) {
-      waiting_[j] = static_cast<std::uint32_t>(s.jobs.jobs[j].deps.size());
-      if (waiting_[j] == 0) make_ready(j);
+      if (!local(j)) continue;
+      // Jobs of other processes' devices are waited for in the backend's calls.
+      auto const& deps = s.jobs.jobs[j].deps;
+      waiting_[j] = static_cast<std::uint32_t>(
+          std::count_if(deps.begin(), deps.end(), [&](JobId d) { return local(d); }));
+      if (!all_local_ && s.has_previous_part[j]) ++waiting_[j];
+      if (waiting_[j] == 0) release(j);
     }
     for (auto t : options.capture)
       captured_[t.value()] = true;
@@ -95,6 +137,7 @@ class StepRun {
 
   Expected<StepResult> run(Values const& sources) {
     for (auto const& b : s_.program.initial) {
+      if (!local_[static_cast<std::size_t>(b.device)]) continue;
       ir::Tensor const& t = s_.graph.tensor(b.tensor);
       auto it = sources.find(t.name);
       if (it == sources.end())
@@ -116,7 +159,8 @@ class StepRun {
     start_ = Clock::now();
     std::vector<std::thread> workers;
     for (int d = 0; d < s_.program.num_devices; ++d)
-      workers.emplace_back([this, d, threads] { work(d, threads); });
+      if (local_[static_cast<std::size_t>(d)])
+        workers.emplace_back([this, d, threads] { work(d, threads); });
     for (auto& w : workers)
       w.join();
     double step_s = seconds_since_start();
@@ -131,12 +175,15 @@ class StepRun {
       st.capacity = arenas_[d]->capacity();
     }
     result.devices = stats_;
-    result.values = assemble();
+    assemble(result);
     return result;
   }
 
  private:
   BlockStore& store(int device) { return *stores_[static_cast<std::size_t>(device)]; }
+  bool local(JobId id) const {
+    return local_[static_cast<std::size_t>(s_.jobs.jobs[id].device)];
+  }
   double seconds_since_start() const {
     return std::chrono::duration<double>(Clock::now() - start_).count();
   }
@@ -219,6 +266,7 @@ class StepRun {
   // 0.5 ms on this machine's virtual cores (a halted vCPU is woken by the hypervisor), once per
   // dependency on another device that a worker waits for.
   std::optional<JobId> take(std::size_t device) {
+    if (!all_local_) return take_polling(device);
     if (spin_) {
       auto until = Clock::now() + spin_limit;
       while (queued_[device].load(std::memory_order_acquire) == 0 &&
@@ -232,6 +280,77 @@ class StepRun {
     ready_[device].pop();
     queued_[device].fetch_sub(1, std::memory_order_relaxed);
     return id;
+  }
+
+  // take() where other processes run some devices: while the device has gated jobs (a receive
+  // whose message may not have arrived, a part in a collective whose members may not all have
+  // joined), the worker polls the backend for them instead of sleeping; a busy poll at first,
+  // then every 50 us, so that ranks sharing cores leave them to the ranks computing.
+  std::optional<JobId> take_polling(std::size_t device) {
+    auto idle_since = Clock::now();
+    while (true) {
+      std::vector<JobId> gated;
+      {
+        std::unique_lock lock(mutex_);
+        if (gated_[device].empty())
+          wake_[device].wait(
+              lock, [&] { return failed_ || !ready_[device].empty() || !gated_[device].empty(); });
+        if (failed_) return std::nullopt;
+        if (!ready_[device].empty()) {
+          JobId id = ready_[device].top().id;
+          ready_[device].pop();
+          queued_[device].fetch_sub(1, std::memory_order_relaxed);
+          return id;
+        }
+        gated = gated_[device];
+      }
+      std::vector<JobId> open;
+      for (JobId j : gated) {
+        auto passed = passes_gate(j);
+        if (!passed) {
+          fail(std::move(passed).error().with_context(describe(j)));
+          return std::nullopt;
+        }
+        if (*passed) open.push_back(j);
+      }
+      if (!open.empty()) {
+        std::lock_guard lock(mutex_);
+        auto& g = gated_[device];
+        for (JobId j : open) {
+          g.erase(std::find(g.begin(), g.end(), j));
+          make_ready(j);
+        }
+        idle_since = Clock::now();
+      } else if (Clock::now() - idle_since < spin_limit) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+  }
+
+  bool gated(JobId id) const {
+    Job const& job = s_.jobs.jobs[id];
+    if (all_local_) return false;
+    if (job.kind == JobKind::collective) return true;
+    return job.kind == JobKind::receive &&
+           !local_[static_cast<std::size_t>(s_.program.tasks[job.task].source_device)];
+  }
+
+  Expected<bool> passes_gate(JobId id) {
+    Job const& job = s_.jobs.jobs[id];
+    if (job.kind == JobKind::receive)
+      return backend_.arrived(message(job.task, s_.program.tasks[job.task]));
+    auto const& col = s_.program.collectives[job.collective];
+    return backend_.joined({job.collective, col.group, job.device, tdl::Reducer::sum, {}});
+  }
+
+  // Called with the lock held (or before the workers start): the job's dependencies are done.
+  void release(JobId id) {
+    if (gated(id))
+      gated_[static_cast<std::size_t>(s_.jobs.jobs[id].device)].push_back(id);
+    else
+      make_ready(id);
   }
 
   // Called with the lock held: the job's dependencies are done.
@@ -261,11 +380,14 @@ class StepRun {
     {
       std::lock_guard lock(mutex_);
       ++finished_;
+      auto done = [&](JobId u) {
+        if (!local(u) || --waiting_[u] != 0) return;
+        release(u);
+        woken[static_cast<std::size_t>(s_.jobs.jobs[u].device)] = true;
+      };
       for (JobId u : s_.dependents[id])
-        if (--waiting_[u] == 0) {
-          make_ready(u);
-          woken[static_cast<std::size_t>(s_.jobs.jobs[u].device)] = true;
-        }
+        done(u);
+      if (!all_local_ && s_.next_part[id] != no_job) done(s_.next_part[id]);
       for (TaskId done : s_.jobs.jobs[id].completes)
         for (TaskId dep : s_.program.tasks[done].deps)
           if (--remaining_[dep] == 0 && !s_.lifetimes[dep].swapped && s_.lifetimes[dep].allocates)
@@ -423,9 +545,10 @@ class StepRun {
     return to_float(out.values);
   }
 
-  // Whole values of produced and captured tensors, from every device, the host and the captures.
-  Values assemble() {
-    Values values;
+  // Whole values of produced and captured tensors, from every device, the host and the captures;
+  // where some devices run elsewhere, also those held in part.
+  void assemble(StepResult& result) {
+    Values& values = result.values;
     for (auto const& t : s_.graph.tensors()) {
       bool produced = s_.graph.producer(t.id).valid();
       if (!produced && !captured_[t.id.value()]) continue;
@@ -445,13 +568,16 @@ class StepRun {
         add(b);
       for (auto const& b : kept_)
         if (b.tensor == t.id) add(b);
-      if (std::all_of(mask.begin(), mask.end(), [](float m) { return m != 0; }))
+      if (std::all_of(mask.begin(), mask.end(), [](float m) { return m != 0; })) {
         values.emplace(t.name, std::move(out));
+      } else if (!all_local_ && std::any_of(mask.begin(), mask.end(), [](float m) { return m != 0; })) {
+        values.emplace(t.name, std::move(out));
+        result.coverage.emplace(t.name, std::move(mask));
+      }
     }
     for (auto const& st : stores_)
       st->clear();
     host_.clear();
-    return values;
   }
 
   Executor::State const& s_;
@@ -483,6 +609,9 @@ class StepRun {
   std::vector<DeviceStats> stats_;
   std::vector<bool> captured_;
   std::vector<Block> kept_;
+  bool all_local_;
+  std::vector<bool> local_;                 // per device: run by this process
+  std::vector<std::vector<JobId>> gated_;  // per device: waiting for the backend (take_polling)
   std::vector<std::unique_ptr<Arena>> arenas_;
   std::vector<std::unique_ptr<BlockStore>> stores_;
   Arena host_arena_;
@@ -533,6 +662,7 @@ Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program progr
     for (JobId dep : jobs[j].deps)
       state->dependents[dep].push_back(j);
   }
+  order_parts(*state);
   for (TaskId id = 0; id < tasks.size(); ++id) {
     Task const& t = tasks[id];
     if (t.kind != TaskKind::compute) continue;
@@ -549,6 +679,11 @@ Expected<StepResult> Executor::run_step(Values const& sources, ExecOptions const
   if (!options.backend)
     return Error(ErrorCode::invalid_argument,
                  "no communication backend given to run the step (ExecOptions::backend)");
+  for (int d : options.devices)
+    if (d < 0 || d >= state_->program.num_devices)
+      return Error(ErrorCode::invalid_argument,
+                   "ExecOptions::devices names device " + std::to_string(d) + " of a program with " +
+                       std::to_string(state_->program.num_devices) + " devices");
   return StepRun(*state_, options).run(sources);
 }
 

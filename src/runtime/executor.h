@@ -47,6 +47,14 @@ struct ExecOptions {
   std::vector<ir::TensorId> capture;
   // Fault injection (tests): the compute tasks of the op with this name fail.
   std::string fail_op;
+  // The devices this process runs (an MPI rank's, runtime/mpi); empty: every device. The others
+  // run in other processes that lowered the same program: a job never waits here for one of
+  // theirs (the backend's calls wait for their data), a receive from one of them is taken once
+  // its message has arrived and a part in a collective once every member has joined it
+  // (CommBackend::arrived, joined), and each device takes its parts in collectives in one order
+  // common to all processes (a topological order of the jobs), as MPI asks of the members of a
+  // communicator.
+  std::vector<int> devices;
 };
 
 // Whole fp32 values by tensor name.
@@ -71,8 +79,10 @@ struct StepResult {
   std::vector<TaskSpan> spans;
   std::vector<DeviceStats> devices;
   // Every produced tensor held whole at the end of the step (blocks on devices and the host),
-  // and every captured one.
+  // and every captured one. A run of some devices only (ExecOptions::devices) also keeps those it
+  // holds in part, zeros elsewhere, with `coverage` 1 for each element held and 0 elsewhere.
   Values values;
+  Values coverage;  // per tensor of `values` held in part
 };
 
 class Executor {

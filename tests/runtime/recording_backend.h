@@ -55,6 +55,8 @@ class RecordingBackend final : public CommBackend {
     return inner_.reduce_scatter(c, in, out);
   }
   void abort() override { inner_.abort(); }
+  Expected<bool> arrived(Message const& m) override { return inner_.arrived(m); }
+  Expected<bool> joined(CollectiveCall const& c) override { return inner_.joined(c); }
 
   std::vector<Record> records() const {
     std::lock_guard lock(mutex_);

@@ -1,0 +1,146 @@
+// `mpirun -np N cleave run PLAN --backend mpi`: every rank loads the plan, lowers the same
+// program and runs its devices' workers (runtime/mpi); after each step the ranks share what the
+// next step and the report need (runtime/mpi/step_sharing.h); rank 0 runs the check, writes the
+// trace (a process per rank) and prints. A rank that fails prints its error, naming itself, and
+// ends the whole job (MPI_Abort); docs/runtime.md "Over MPI".
+#include <csignal>
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/run_common.h"
+#include "runtime/mpi/mpi_backend.h"
+#include "runtime/mpi/step_sharing.h"
+
+namespace cleave::cli {
+namespace {
+
+namespace mpi = runtime::mpi;
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// --kill-rank: the rank dies by SIGKILL at its first communication once armed (the last step),
+// as a crashed or killed process would; it first says when, so a test can time the job's end.
+class KillingBackend final : public runtime::CommBackend {
+ public:
+  KillingBackend(runtime::CommBackend& inner, int rank) : inner_(inner), rank_(rank) {}
+  void arm() { armed_ = true; }
+
+  Status send(runtime::Message const& m, runtime::Payload p) override {
+    maybe_die();
+    return inner_.send(m, std::move(p));
+  }
+  Status receive(runtime::Message const& m, std::span<float> out) override {
+    maybe_die();
+    return inner_.receive(m, out);
+  }
+  Status all_reduce(runtime::CollectiveCall const& c, std::span<float> data) override {
+    maybe_die();
+    return inner_.all_reduce(c, data);
+  }
+  Status all_gather(runtime::CollectiveCall const& c, std::span<float const> mine,
+                    std::span<float> out) override {
+    maybe_die();
+    return inner_.all_gather(c, mine, out);
+  }
+  Status reduce_scatter(runtime::CollectiveCall const& c, std::span<float const> in,
+                        std::span<float> out) override {
+    maybe_die();
+    return inner_.reduce_scatter(c, in, out);
+  }
+  void abort() override { inner_.abort(); }
+  Expected<bool> arrived(runtime::Message const& m) override { return inner_.arrived(m); }
+  Expected<bool> joined(runtime::CollectiveCall const& c) override { return inner_.joined(c); }
+
+ private:
+  void maybe_die() {
+    if (!armed_) return;
+    std::fprintf(stderr, "rank %d kills itself (SIGKILL) at %lld us\n", rank_,
+                 static_cast<long long>(now_us()));
+    std::raise(SIGKILL);
+  }
+  runtime::CommBackend& inner_;
+  int rank_;
+  std::atomic<bool> armed_{false};
+};
+
+// Every rank's verdict on whether it may go on: false if any rank's is (so that none enters a
+// collective call that a failed rank never makes).
+bool all_ok(bool mine) {
+  int ok = mine ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return ok == 1;
+}
+
+// A failure on one rank once the steps run: printed with the rank, then the whole job ends.
+[[noreturn]] void end_job(mpi::Session const& session, Error error, RunCommand const& cmd) {
+  report(std::move(error).with_context(session.where()));
+  if (cmd.oom_rank == session.rank() || cmd.kill_rank >= 0)
+    std::fprintf(stderr, "rank %d ends the job at %lld us\n", session.rank(),
+                 static_cast<long long>(now_us()));
+  session.abort_job(1);
+}
+
+}  // namespace
+
+int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
+  auto session = mpi::Session::start();
+  if (!session) return report(session.error());
+  int rank = session->rank();
+  // Errors before the steps are the same on every rank (each loads the same plan): rank 0
+  // prints them and all leave; one rank's own failure makes all leave.
+  auto setup = prepare_run(registry, cmd);
+  Status st = setup ? mpi::check_job(setup->program.num_devices, session->size(),
+                                     cmd.devices_per_rank)
+                    : Status(setup.error());
+  if (!all_ok(static_cast<bool>(st))) {
+    if (!st && rank == 0) report(st.error());
+    return 1;
+  }
+  auto const& graph = setup->input.model.training;
+  auto devices = mpi::devices_of_rank(rank, cmd.devices_per_rank);
+  if (cmd.oom_rank == rank)
+    for (int d : devices)
+      setup->devices[static_cast<std::size_t>(d)].capacity =
+          Bytes(setup->prediction.peak_memory_bytes[static_cast<std::size_t>(d)] / 2);
+  auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cmd.comm_timeout_s * 1e3));
+  auto backend = mpi::Backend::create({*session, setup->program, cmd.devices_per_rank, timeout});
+  auto executor = backend ? runtime::Executor::create(graph, setup->program, registry,
+                                                      setup->devices)
+                          : Expected<runtime::Executor>(backend.error());
+  if (!all_ok(static_cast<bool>(executor))) {
+    if (!executor && rank == 0) report(executor.error());
+    return 1;
+  }
+  auto kernels = runtime::KernelRegistry::with_builtins();
+  auto config = training_config(cmd, graph, *kernels);
+  KillingBackend killing(**backend, rank);
+  config.exec.backend = &killing;
+  config.exec.devices = devices;
+  mpi::StepSharing sharing{*session, **backend, graph,
+                           mpi::shared_tensors(graph, cmd.training.loss, config.exec.capture)};
+  int steps_done = 0;
+  config.complete_step = [&](runtime::StepResult& step) -> Status {
+    CLEAVE_CHECK_OK(mpi::complete_step(sharing, step));
+    if (++steps_done + 1 == cmd.steps && cmd.kill_rank == rank) killing.arm();
+    return Status::ok();
+  };
+  if (cmd.steps == 1 && cmd.kill_rank == rank) killing.arm();
+  MPI_Barrier(MPI_COMM_WORLD);  // the first step's spans start together
+  auto run = runtime::run_training(*executor, config);
+  if (!run) end_job(*session, run.error().with_context("running plan '" + cmd.plan + "'"), cmd);
+  if (rank != 0) return 0;
+  RunOutcome out{std::move(*run), setup->prediction, {}, "", {}};
+  out.backend = fmt::format("mpi ({} ranks, {} device{} per rank)", session->size(),
+                            cmd.devices_per_rank, cmd.devices_per_rank == 1 ? "" : "s");
+  for (int d = 0; d < setup->program.num_devices; ++d)
+    out.rank_of_device.push_back(d / cmd.devices_per_rank);
+  config.exec.backend = nullptr;  // the check's reference brings its own
+  return finish_run(registry, cmd, *setup, executor->program(), config, out);
+}
+
+}  // namespace cleave::cli

@@ -1,0 +1,56 @@
+#include "runtime/mpi/mpi_session.h"
+
+namespace cleave::runtime::mpi {
+
+Error mpi_error(char const* call, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return Error(ErrorCode::execution_failed,
+               std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+Expected<Session> Session::start() {
+  int provided = 0;
+  if (int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided); rc != MPI_SUCCESS)
+    return mpi_error("MPI_Init_thread", rc);
+  Session s;
+  s.owner_ = true;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return Error(ErrorCode::unsupported,
+                 "this MPI library does not support MPI_THREAD_MULTIPLE, which the device "
+                 "workers need (each calls MPI from its own thread)");
+  MPI_Comm_rank(MPI_COMM_WORLD, &s.rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &s.size_);
+  int* bound = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found);
+  if (found) s.tag_bound_ = *bound;
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  s.host_.assign(name, static_cast<std::size_t>(length));
+  return s;
+}
+
+Session::Session(Session&& other) noexcept
+    : owner_(other.owner_), rank_(other.rank_), size_(other.size_),
+      tag_bound_(other.tag_bound_), host_(std::move(other.host_)) {
+  other.owner_ = false;
+}
+
+Session::~Session() {
+  if (owner_) MPI_Finalize();
+}
+
+std::string Session::where() const {
+  return "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " on host " + host_;
+}
+
+void Session::abort_job(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return; should it, the process still ends
+}
+
+}  // namespace cleave::runtime::mpi
