@@ -3,7 +3,8 @@
 # only what is missing. oneDNN is the runtime's kernels (its CMake config needs the OpenCL
 # headers); libonnx + protobuf the importer; python3-torch/torchvision/onnx export the importer's
 # test models; clang + its runtime build the importer's fuzz target (libFuzzer); METIS the
-# mincut search's partitioner.
+# mincut search's partitioner; Open MPI the runtime's MPI backend (`cleave run --backend mpi`, its
+# tests run mpirun).
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +16,7 @@ PACKAGES=(
   python3-onnx python3-torch python3-torchvision python3-numpy
   clang libclang-rt-14-dev
   libmetis-dev
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

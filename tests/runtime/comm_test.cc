@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "models/layers.h"
 #include "recording_backend.h"
@@ -184,6 +185,85 @@ TEST(Comm, AStepWithoutABackendIsAnError) {
   ASSERT_FALSE(step.has_value());
   EXPECT_EQ(step.error().code(), ErrorCode::invalid_argument);
   EXPECT_NE(step.error().to_string().find("no communication backend"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cleave::runtime
+
+namespace cleave::runtime {
+namespace {
+
+// ExecOptions::devices, as two MPI ranks would use it but in one process: two executors of one
+// program, each running two of its four devices, share an in-process backend (their receives
+// wait for messages to arrive, their collectives for every member to join). Together they
+// compute what one executor running every device does: each tensor's parts (StepResult::coverage)
+// put together.
+TEST(Comm, DevicesSplitBetweenTwoExecutorsComputeWhatOneComputes) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = testing::training_graph(small_mlp, *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=4");
+  auto sources = synthetic_sources(g, /*seed=*/3);
+  for (char const* algo : {"tofu", "data-parallel", "optcnn"}) {
+    auto p = testing::make_plan(g, *registry, cluster, "cpu:devices=4", algo, 8);
+    ASSERT_TRUE(p.has_value()) << p.error().to_string();
+    auto whole = testing::executor_for(g, *p, *registry, cluster);
+    ASSERT_TRUE(whole.has_value()) << whole.error().to_string();
+    auto expected = testing::run_one_step(*whole, sources);
+    ASSERT_TRUE(expected.has_value()) << expected.error().to_string();
+
+    InProcessBackend shared;
+    std::vector<Expected<StepResult>> parts(2, Error(ErrorCode::execution_failed, "not run"));
+    std::vector<Expected<Executor>> executors;
+    for (int k = 0; k < 2; ++k)
+      executors.push_back(testing::executor_for(g, *p, *registry, cluster));
+    std::vector<std::thread> processes;
+    for (int k = 0; k < 2; ++k)
+      processes.emplace_back([&, k] {
+        ExecOptions options;
+        options.backend = &shared;
+        options.devices = {2 * k, 2 * k + 1};
+        parts[static_cast<std::size_t>(k)] =
+            executors[static_cast<std::size_t>(k)]->run_step(sources, options);
+      });
+    for (auto& t : processes)
+      t.join();
+    for (auto const& part : parts)
+      ASSERT_TRUE(part.has_value()) << algo << ": " << part.error().to_string();
+    for (auto const& [name, value] : expected->values) {
+      std::vector<float> merged(value.size(), 0.0f);
+      std::vector<bool> held(value.size(), false);
+      for (auto const& part : parts) {
+        auto v = part->values.find(name);
+        if (v == part->values.end()) continue;
+        auto c = part->coverage.find(name);
+        for (std::size_t i = 0; i < value.size(); ++i)
+          if (c == part->coverage.end() || c->second[i] != 0) {
+            merged[i] = v->second[i];
+            held[i] = true;
+          }
+      }
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        ASSERT_TRUE(held[i]) << algo << ": " << name << "[" << i << "] is held by neither";
+        EXPECT_NEAR(merged[i], value[i], 1e-5 * std::max(1.0f, std::abs(value[i])))
+            << algo << ": " << name << "[" << i << "]";
+      }
+    }
+  }
+}
+
+// A device outside the program is the caller's error.
+TEST(Comm, DevicesOutsideTheProgramAreAnError) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto g = testing::training_graph(small_mlp, *registry);
+  auto exec = testing::data_parallel_executor(g, *registry);
+  ASSERT_TRUE(exec.has_value());
+  ExecOptions options;
+  options.devices = {2};
+  auto step = testing::run_one_step(*exec, synthetic_sources(g, 0), options);
+  ASSERT_FALSE(step.has_value());
+  EXPECT_NE(step.error().message().find("names device 2 of a program with 2 devices"),
+            std::string::npos)
+      << step.error().to_string();
 }
 
 }  // namespace
