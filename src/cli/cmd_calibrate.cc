@@ -4,6 +4,7 @@
 // data-parallel plans of built-in models) give exact entries per piece and per-op-type
 // efficiencies.
 #include <ctime>
+#include <functional>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,10 @@
 #include "runtime/calibrate.h"
 #include "search/search.h"
 #include "support/file_io.h"
+#ifdef CLEAVE_HAVE_MPI
+#include "runtime/mpi/mpi_backend.h"
+#include "runtime/mpi/step_sharing.h"
+#endif
 
 namespace cleave::cli {
 namespace {
@@ -68,65 +73,61 @@ Expected<std::vector<Workload>> default_plans(ops::OpRegistry const& registry,
   return out;
 }
 
-}  // namespace
-
-int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) {
-  auto cluster = cluster::load_cluster(cmd.cluster);
-  if (!cluster) return report(cluster.error());
-  for (auto const& d : cluster->devices())
-    if (d.kind != "cpu-core")
-      return report(Error(ErrorCode::invalid_argument,
-                          "calibrate measures this machine's CPU cores: --cluster must be the "
-                          "cpu preset (cpu:devices=N), not '" +
-                              cmd.cluster + "'"));
-  auto work = given_plans(registry, cmd, *cluster);
-  if (!work) return report(work.error());
-  runtime::CalibrateOptions options;
-  options.devices = static_cast<int>(cluster->num_devices());
-  auto kernels = runtime::KernelRegistry::with_builtins();
-  auto rates = runtime::measure_machine(*kernels, registry, options);
-  if (!rates) return report(rates.error());
-  std::string spec = runtime::calibrated_cluster_spec(*rates, options.devices);
-  auto calibrated = cluster::load_cluster(spec);
-  if (!calibrated) return report(calibrated.error());
-
-  if (cmd.plans.empty()) {
-    work = default_plans(registry, cmd, spec, *calibrated);
-    if (!work) return report(work.error());
-  }
+// What every backend does before the steps: the cluster checked, the plans given read, the
+// machine's rates measured (by `measure`), the calibrated spec, the default plans where none was
+// given, and the calibrated devices.
+struct Calibration {
+  std::vector<Workload> work;
+  runtime::MachineRates rates;
+  std::string spec;
   std::vector<runtime::DeviceInfo> devices;
-  for (auto const& d : calibrated->devices())
-    devices.push_back({d.name, d.memory});
-  std::vector<runtime::Executor> executors;
-  std::vector<runtime::MeasuredSteps> measured;
-  for (auto const& w : *work) {
-    auto program = lower::lower(w.graph, w.plan, registry);
-    if (!program) return report(program.error().with_context("lowering " + w.label));
-    auto executor = runtime::Executor::create(w.graph, std::move(*program), registry, devices);
-    if (!executor) return report(executor.error());
-    executors.push_back(std::move(*executor));
-    runtime::InProcessBackend backend;
-    auto m = runtime::measure_steps(executors.back(), *kernels, backend, cmd.steps);
-    if (!m) return report(m.error().with_context("running " + w.label));
-    measured.push_back(std::move(*m));
+};
+
+Expected<Calibration> prepare(ops::OpRegistry const& registry, CalibrateCommand const& cmd,
+                              std::function<Expected<runtime::MachineRates>()> const& measure) {
+  CLEAVE_TRY(auto cluster, cluster::load_cluster(cmd.cluster));
+  for (auto const& d : cluster.devices())
+    if (d.kind != "cpu-core")
+      return Error(ErrorCode::invalid_argument,
+                   "calibrate measures this machine's CPU cores: --cluster must be the cpu "
+                   "preset (cpu:devices=N), not '" +
+                       cmd.cluster + "'");
+  Calibration c;
+  CLEAVE_TRY(c.work, given_plans(registry, cmd, cluster));
+  CLEAVE_TRY(c.rates, measure());
+  c.spec = runtime::calibrated_cluster_spec(c.rates, static_cast<int>(cluster.num_devices()));
+  CLEAVE_TRY(auto calibrated, cluster::load_cluster(c.spec));
+  if (cmd.plans.empty()) {
+    CLEAVE_TRY(c.work, default_plans(registry, cmd, c.spec, calibrated));
   }
+  for (auto const& d : calibrated.devices())
+    c.devices.push_back({d.name, d.memory});
+  return c;
+}
+
+// After the steps: the transfers fitted, the table written, the report printed.
+int write_calibration(CalibrateCommand const& cmd, Calibration& c,
+                      std::vector<runtime::MeasuredSteps> const& measured) {
+  auto* rates = &c.rates;
+  auto const* work = &c.work;
   runtime::fit_transfers(*rates, measured);
-  spec = runtime::calibrated_cluster_spec(*rates, options.devices);
+  std::string spec =
+      runtime::calibrated_cluster_spec(*rates, static_cast<int>(c.devices.size()));
   cost::ProfileTable table;
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  table.source = fmt::format("cleave calibrate, {}, {} thread(s) per device, cluster {}", date,
-                             rates->threads_per_device, spec);
+  table.source = fmt::format("cleave calibrate, {}, {} thread(s) per device, {} backend, cluster {}",
+                             date, rates->threads_per_device, cmd.backend, spec);
   auto added = runtime::add_measurements(table, measured, *rates, "cpu-core");
   if (!added) return report(added.error());
   auto written = write_file_atomic(cmd.output, cost::profile_to_json(table));
   if (!written) return report(written.error());
-
   auto const* calibration = table.calibration("cpu-core");
   if (cmd.json) {
     nlohmann::json j = {{"format", "cleave.calibration/1"},
                         {"cluster", spec},
+                        {"backend", cmd.backend},
                         {"profile", cmd.output},
                         {"peak_flops_per_s", rates->peak.value()},
                         {"memory_bandwidth_bytes_per_s", rates->memory_bandwidth.value()},
@@ -166,5 +167,109 @@ int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) 
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
+
+}  // namespace
+
+int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) {
+  if (cmd.backend == "mpi") {
+#ifdef CLEAVE_HAVE_MPI
+    return run_calibrate_mpi(registry, cmd);
+#else
+    return report(Error(ErrorCode::unsupported,
+                        "this cleave was built without MPI (CMake found none): install Open MPI "
+                        "(scripts/install-deps.sh) and rebuild"));
+#endif
+  }
+  if (cmd.backend != "in-process")
+    return report(Error(ErrorCode::invalid_argument,
+                        "--backend must be in-process or mpi, not '" + cmd.backend + "'"));
+  auto kernels = runtime::KernelRegistry::with_builtins();
+  runtime::CalibrateOptions options;
+  auto c = prepare(registry, cmd, [&]() -> Expected<runtime::MachineRates> {
+    CLEAVE_TRY(auto cluster, cluster::load_cluster(cmd.cluster));
+    options.devices = static_cast<int>(cluster.num_devices());
+    return runtime::measure_machine(*kernels, registry, options);
+  });
+  if (!c) return report(c.error());
+  std::vector<runtime::Executor> executors;
+  std::vector<runtime::MeasuredSteps> measured;
+  for (auto const& w : c->work) {
+    auto program = lower::lower(w.graph, w.plan, registry);
+    if (!program) return report(program.error().with_context("lowering " + w.label));
+    auto executor = runtime::Executor::create(w.graph, std::move(*program), registry, c->devices);
+    if (!executor) return report(executor.error());
+    executors.push_back(std::move(*executor));
+    runtime::InProcessBackend backend;
+    auto m = runtime::measure_steps(executors.back(), *kernels, backend, cmd.steps);
+    if (!m) return report(m.error().with_context("running " + w.label));
+    measured.push_back(std::move(*m));
+  }
+  return write_calibration(cmd, *c, measured);
+}
+
+#ifdef CLEAVE_HAVE_MPI
+// Over MPI, a rank per device: rank 0 measures the machine's rates while the others wait, every
+// rank runs its device of each workload plan, and rank 0 fits the transfers (MPI messages) and
+// writes the table. Collectives are MPI's, but their members' spans are a device's whole part,
+// so they are left out of the fit as in-process (runtime/calibrate.h); give --plan plans that
+// move blocks point to point (tofu's, optcnn's) to measure MPI's transfers.
+int run_calibrate_mpi(ops::OpRegistry const& registry, CalibrateCommand const& cmd) {
+  namespace mpi = runtime::mpi;
+  auto session = mpi::Session::start();
+  if (!session) return report(session.error());
+  auto kernels = runtime::KernelRegistry::with_builtins();
+  auto c = prepare(registry, cmd, [&]() -> Expected<runtime::MachineRates> {
+    runtime::CalibrateOptions options;
+    options.devices = session->size();
+    runtime::MachineRates rates;
+    std::vector<double> shared(7, 0.0);
+    if (session->rank() == 0) {
+      CLEAVE_TRY(rates, runtime::measure_machine(*kernels, registry, options));
+      shared = {rates.peak.value(),        rates.memory_bandwidth.value(),
+                rates.copy_bandwidth.value(), rates.hop_latency.value(),
+                rates.launch.value(),      static_cast<double>(rates.threads_per_device), 1};
+    }
+    CLEAVE_CHECK_OK(session->broadcast(shared, 0));
+    if (shared[6] == 0) return Error(ErrorCode::execution_failed, "rank 0 could not measure");
+    return runtime::MachineRates{FlopsPerSecond(shared[0]), BytesPerSecond(shared[1]),
+                                 BytesPerSecond(shared[2]), Seconds(shared[3]),
+                                 Seconds(shared[4]), static_cast<int>(shared[5])};
+  });
+  Status st = c ? mpi::check_job(static_cast<int>(c->devices.size()), session->size(), 1)
+                : Status(c.error());
+  if (!session->all_ok(static_cast<bool>(st))) {
+    if (!st && session->rank() == 0) report(st.error());
+    return 1;
+  }
+  std::vector<runtime::Executor> executors;
+  std::vector<std::unique_ptr<mpi::Backend>> backends;
+  std::vector<runtime::MeasuredSteps> measured;
+  for (auto const& w : c->work) {
+    auto program = lower::lower(w.graph, w.plan, registry);
+    auto backend = program ? mpi::Backend::create({*session, *program, 1})
+                           : Expected<std::unique_ptr<mpi::Backend>>(program.error());
+    if (!session->all_ok(static_cast<bool>(backend))) {
+      if (!backend && session->rank() == 0) report(backend.error().with_context(w.label));
+      return 1;
+    }
+    backends.push_back(std::move(*backend));
+    auto executor = runtime::Executor::create(w.graph, std::move(*program), registry, c->devices);
+    if (!executor) return report(executor.error());
+    executors.push_back(std::move(*executor));
+    mpi::StepSharing sharing{*session, *backends.back(), w.graph,
+                             mpi::shared_tensors(w.graph, "", {})};
+    runtime::ProcessShare share{mpi::devices_of_rank(session->rank(), 1),
+                                [&](runtime::StepResult& s) { return complete_step(sharing, s); }};
+    auto m = runtime::measure_steps(executors.back(), *kernels, *backends.back(), cmd.steps, share);
+    if (!m) {
+      report(m.error().with_context("running " + w.label).with_context(session->where()));
+      session->abort_job(1);
+    }
+    measured.push_back(std::move(*m));
+  }
+  if (session->rank() != 0) return 0;
+  return write_calibration(cmd, *c, measured);
+}
+#endif
 
 }  // namespace cleave::cli

@@ -68,14 +68,6 @@ class KillingBackend final : public runtime::CommBackend {
   std::atomic<bool> armed_{false};
 };
 
-// Every rank's verdict on whether it may go on: false if any rank's is (so that none enters a
-// collective call that a failed rank never makes).
-bool all_ok(bool mine) {
-  int ok = mine ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return ok == 1;
-}
-
 // A failure on one rank once the steps run: printed with the rank, then the whole job ends.
 [[noreturn]] void end_job(mpi::Session const& session, Error error, RunCommand const& cmd) {
   report(std::move(error).with_context(session.where()));
@@ -97,7 +89,7 @@ int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
   Status st = setup ? mpi::check_job(setup->program.num_devices, session->size(),
                                      cmd.devices_per_rank)
                     : Status(setup.error());
-  if (!all_ok(static_cast<bool>(st))) {
+  if (!session->all_ok(static_cast<bool>(st))) {
     if (!st && rank == 0) report(st.error());
     return 1;
   }
@@ -112,7 +104,7 @@ int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
   auto executor = backend ? runtime::Executor::create(graph, setup->program, registry,
                                                       setup->devices)
                           : Expected<runtime::Executor>(backend.error());
-  if (!all_ok(static_cast<bool>(executor))) {
+  if (!session->all_ok(static_cast<bool>(executor))) {
     if (!executor && rank == 0) report(executor.error());
     return 1;
   }

@@ -136,8 +136,11 @@ struct CalibrateCommand {
   int steps = 3;                   // measured steps per plan (after one warm-up step)
   api::TrainingFlags training;
   bool json = false;
+  // "mpi": under mpirun, a rank per device; the transfers fitted are MPI messages.
+  std::string backend = "in-process";
 };
 int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd);
+int run_calibrate_mpi(ops::OpRegistry const& registry, CalibrateCommand const& cmd);
 
 // Prints the error to stderr and returns 1.
 int report(Error const& error);

@@ -220,6 +220,9 @@ void add_run_commands(CLI::App& app, Options& o) {
                    "measured steps per plan after a warm-up step (default 3)")
       ->check(CLI::PositiveNumber);
   calibrate->add_flag("--json", o.calibrate.json, "print cleave.calibration/1 JSON");
+  calibrate->add_option("--backend", o.calibrate.backend,
+                        "how the measured steps' devices exchange data: in-process (default) or "
+                        "mpi (under mpirun, a rank per device: MPI's transfer costs)");
   add_training(calibrate, o.calibrate.training);
 }
 

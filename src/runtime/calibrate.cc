@@ -122,11 +122,13 @@ std::string calibrated_cluster_spec(MachineRates const& rates, int devices) {
 }
 
 Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry const& kernels,
-                                      CommBackend& backend, int steps) {
+                                      CommBackend& backend, int steps, ProcessShare const& share) {
   TrainingConfig config;
   config.steps = steps + warmup_steps;
   config.exec.kernels = &kernels;
   config.exec.backend = &backend;
+  config.exec.devices = share.devices;
+  config.complete_step = share.complete_step;
   CLEAVE_TRY(TrainingRun run, run_training(executor, config));
   MeasuredSteps m;
   m.graph = &executor.graph();

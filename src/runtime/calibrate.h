@@ -7,6 +7,7 @@
 // efficiency those pieces reached (for pieces the table does not hold).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,13 +64,21 @@ struct MeasuredSteps {
 // whole part in the collective). What is not measured (no such transfers) keeps its value.
 void fit_transfers(MachineRates& rates, std::vector<MeasuredSteps> const& measured);
 
+// Where other processes run some of the devices (`cleave calibrate --backend mpi`): this
+// process's devices and what completes a step's result with theirs (TrainingConfig).
+struct ProcessShare {
+  std::vector<int> devices;  // empty: every device runs here
+  std::function<Status(StepResult&)> complete_step;
+};
+
 // Runs warmup_steps + steps training steps of the executor's program with `kernels` (the first
 // ones warm the kernels up: primitive creation, the conv kernels' timed layout choice; they are
 // not kept) and records every task's duration and each step's time; the workers exchange data
 // through `backend`.
 constexpr int warmup_steps = 2;
 Expected<MeasuredSteps> measure_steps(Executor const& executor, KernelRegistry const& kernels,
-                                      CommBackend& backend, int steps);
+                                      CommBackend& backend, int steps,
+                                      ProcessShare const& share = {});
 
 // Adds an exact entry per distinct compute and reduce piece of the programs (the median of every
 // measured duration of a piece of that key, over all programs; a key the table holds already

@@ -167,6 +167,7 @@ class StepRun {
     if (error_) return std::move(*error_);
     StepResult result;
     result.step_s = step_s;
+    result.start = start_;
     result.spans = spans_;
     for (std::size_t d = 0; d < stats_.size(); ++d) {
       auto& st = stats_[d];

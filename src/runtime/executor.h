@@ -17,6 +17,7 @@
 // come).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -74,6 +75,9 @@ struct DeviceStats {
 
 struct StepResult {
   double step_s = 0;
+  // When the step began: the origin of `spans` (processes on one machine share this clock, so
+  // runtime/mpi sets their spans on one time line).
+  std::chrono::steady_clock::time_point start;
   // Per task: a transfer's is its receive's (where the bytes are copied in), a collective
   // member's its device's part in the collective.
   std::vector<TaskSpan> spans;

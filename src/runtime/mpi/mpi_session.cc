@@ -1,5 +1,9 @@
 #include "runtime/mpi/mpi_session.h"
 
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 namespace cleave::runtime::mpi {
 
 Error mpi_error(char const* call, int code) {
@@ -31,12 +35,19 @@ Expected<Session> Session::start() {
   int length = 0;
   MPI_Get_processor_name(name, &length);
   s.host_.assign(name, static_cast<std::size_t>(length));
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int on_node = 0;
+  MPI_Comm_size(node, &on_node);
+  MPI_Comm_free(&node);
+  s.one_machine_ = on_node == s.size_;
   return s;
 }
 
 Session::Session(Session&& other) noexcept
     : owner_(other.owner_), rank_(other.rank_), size_(other.size_),
-      tag_bound_(other.tag_bound_), host_(std::move(other.host_)) {
+      tag_bound_(other.tag_bound_), one_machine_(other.one_machine_),
+      host_(std::move(other.host_)) {
   other.owner_ = false;
 }
 
@@ -46,6 +57,26 @@ Session::~Session() {
 
 std::string Session::where() const {
   return "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " on host " + host_;
+}
+
+bool Session::all_ok(bool mine) const {
+  int ok = mine ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return ok == 1;
+}
+
+Status Session::broadcast(std::vector<double>& values, int root) const {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (int rc = MPI_Ibcast(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, root,
+                          MPI_COMM_WORLD, &request);
+      rc != MPI_SUCCESS)
+    return mpi_error("MPI_Ibcast", rc);
+  for (int done = 0; !done;) {
+    if (int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS)
+      return mpi_error("MPI_Test", rc);
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return Status::ok();
 }
 
 void Session::abort_job(int code) const {

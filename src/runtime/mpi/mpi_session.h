@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 #include "support/status.h"
 
@@ -23,9 +24,17 @@ class Session {
   int size() const { return size_; }
   int tag_bound() const { return tag_bound_; }  // MPI_TAG_UB: the largest tag allowed
   std::string const& host() const { return host_; }
+  // Whether every rank runs on this machine (and so shares its steady clock).
+  bool one_machine() const { return one_machine_; }
 
   // "rank 1 of 4 on host h".
   std::string where() const;
+  // Whether every rank may go on: false where any rank's `mine` is (so that none enters a
+  // collective call that a failed rank never makes). Collective.
+  bool all_ok(bool mine) const;
+  // The root's values on every rank (MPI_Ibcast), the others waiting without taking a core from
+  // the root's measurements. Collective.
+  Status broadcast(std::vector<double>& values, int root) const;
   // Ends every rank of the job (MPI_Abort): what a failing rank does after printing its error.
   [[noreturn]] void abort_job(int code) const;
 
@@ -35,6 +44,7 @@ class Session {
   int rank_ = 0;
   int size_ = 1;
   int tag_bound_ = 32767;
+  bool one_machine_ = true;
   std::string host_;
 };
 

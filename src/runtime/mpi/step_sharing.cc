@@ -1,6 +1,7 @@
 #include "runtime/mpi/step_sharing.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "runtime/synthetic_data.h"
@@ -17,14 +18,25 @@ template <typename T> Status all_reduce(std::vector<T>& data, MPI_Datatype type,
   return Status::ok();
 }
 
-Status share_timings(StepResult& step) {
-  std::vector<double> times{step.step_s};
+// The step's time line begins when the first rank began it. Ranks on one machine share its
+// steady clock; across machines the clocks differ, and the ranks' starts (just after the
+// previous step's closing barrier) are taken as one.
+Status share_timings(Session const& session, StepResult& step) {
+  double offset = 0;
+  if (session.one_machine()) {
+    double start = std::chrono::duration<double>(step.start.time_since_epoch()).count();
+    std::vector<double> first{start};
+    CLEAVE_CHECK_OK(all_reduce(first, MPI_DOUBLE, MPI_MIN));
+    offset = start - first[0];
+  }
+  std::vector<double> times{offset + step.step_s};
   CLEAVE_CHECK_OK(all_reduce(times, MPI_DOUBLE, MPI_MAX));
   step.step_s = times[0];
-  std::vector<double> spans;
+  std::vector<double> spans;  // a task that ran elsewhere has an empty span here: {0, 0}
   for (auto const& s : step.spans) {
-    spans.push_back(s.start);
-    spans.push_back(s.end);
+    bool here = s.end > 0;
+    spans.push_back(here ? s.start + offset : 0);
+    spans.push_back(here ? s.end + offset : 0);
   }
   CLEAVE_CHECK_OK(all_reduce(spans, MPI_DOUBLE, MPI_MAX));
   for (std::size_t k = 0; k < step.spans.size(); ++k)
@@ -79,7 +91,7 @@ Status share_value(ir::Tensor const& t, StepResult& step) {
 
 Status complete_step(StepSharing const& sharing, StepResult& step) {
   CLEAVE_CHECK_OK(sharing.backend.drain());
-  CLEAVE_CHECK_OK(share_timings(step));
+  CLEAVE_CHECK_OK(share_timings(sharing.session, step));
   for (ir::TensorId id : sharing.tensors)
     CLEAVE_CHECK_OK(share_value(sharing.graph.tensor(id), step));
   // What is held only in part and not shared is nobody's whole value.

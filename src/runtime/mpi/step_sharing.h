@@ -5,9 +5,9 @@
 // (the updated states the next step starts from, the loss, what the check compares). Ranks hold
 // replicas of a block alike (the same computation on the same data), so each element is taken
 // as the largest value any rank that holds it has (MPI_MAX over values with -inf where not held).
-// It ends with a barrier, so that every rank starts the next step together and the spans of
-// all ranks share one time origin (to within the barrier's skew, tens of microseconds on one
-// machine).
+// Spans are set on one time line from the first rank's start (ranks on one machine share its
+// steady clock; across machines the starts are taken as one). It ends with a barrier, so that
+// every rank starts the next step together.
 #pragma once
 
 #include <vector>
