@@ -4,8 +4,8 @@
 // data-parallel plans of built-in models) give exact entries per piece and per-op-type
 // efficiencies.
 #include <ctime>
-#include <functional>
 #include <fmt/format.h>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "api/plan_input.h"
@@ -108,18 +108,17 @@ Expected<Calibration> prepare(ops::OpRegistry const& registry, CalibrateCommand 
 // After the steps: the transfers fitted, the table written, the report printed.
 int write_calibration(CalibrateCommand const& cmd, Calibration& c,
                       std::vector<runtime::MeasuredSteps> const& measured) {
-  auto* rates = &c.rates;
-  auto const* work = &c.work;
-  runtime::fit_transfers(*rates, measured);
-  std::string spec =
-      runtime::calibrated_cluster_spec(*rates, static_cast<int>(c.devices.size()));
+  runtime::MachineRates& rates = c.rates;
+  runtime::fit_transfers(rates, measured);
+  std::string spec = runtime::calibrated_cluster_spec(rates, static_cast<int>(c.devices.size()));
   cost::ProfileTable table;
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  table.source = fmt::format("cleave calibrate, {}, {} thread(s) per device, {} backend, cluster {}",
-                             date, rates->threads_per_device, cmd.backend, spec);
-  auto added = runtime::add_measurements(table, measured, *rates, "cpu-core");
+  table.source =
+      fmt::format("cleave calibrate, {}, {} thread(s) per device, {} backend, cluster {}", date,
+                  rates.threads_per_device, cmd.backend, spec);
+  auto added = runtime::add_measurements(table, measured, rates, "cpu-core");
   if (!added) return report(added.error());
   auto written = write_file_atomic(cmd.output, cost::profile_to_json(table));
   if (!written) return report(written.error());
@@ -129,12 +128,12 @@ int write_calibration(CalibrateCommand const& cmd, Calibration& c,
                         {"cluster", spec},
                         {"backend", cmd.backend},
                         {"profile", cmd.output},
-                        {"peak_flops_per_s", rates->peak.value()},
-                        {"memory_bandwidth_bytes_per_s", rates->memory_bandwidth.value()},
-                        {"copy_bandwidth_bytes_per_s", rates->copy_bandwidth.value()},
-                        {"hop_latency_s", rates->hop_latency.value()},
-                        {"launch_s", rates->launch.value()},
-                        {"threads_per_device", rates->threads_per_device},
+                        {"peak_flops_per_s", rates.peak.value()},
+                        {"memory_bandwidth_bytes_per_s", rates.memory_bandwidth.value()},
+                        {"copy_bandwidth_bytes_per_s", rates.copy_bandwidth.value()},
+                        {"hop_latency_s", rates.hop_latency.value()},
+                        {"launch_s", rates.launch.value()},
+                        {"threads_per_device", rates.threads_per_device},
                         {"entries", table.entries().size()},
                         {"efficiency", calibration->efficiency}};
     std::string text = j.dump(2) + "\n";
@@ -149,14 +148,14 @@ int write_calibration(CalibrateCommand const& cmd, Calibration& c,
       "  hop latency             {:.1f} us (a transfer crosses two hops)\n"
       "  kernel launch           {:.2f} us\n"
       "calibrated cluster: {}\n",
-      rates->threads_per_device, rates->peak.value() / 1e9, rates->memory_bandwidth.value() / 1e9,
-      rates->copy_bandwidth.value() / 1e9, rates->hop_latency.value() * 1e6,
-      rates->launch.value() * 1e6, spec);
+      rates.threads_per_device, rates.peak.value() / 1e9, rates.memory_bandwidth.value() / 1e9,
+      rates.copy_bandwidth.value() / 1e9, rates.hop_latency.value() * 1e6,
+      rates.launch.value() * 1e6, spec);
   text += fmt::format("measured {} step(s) of:\n", cmd.steps);
-  for (std::size_t i = 0; i < work->size(); ++i) {
+  for (std::size_t i = 0; i < c.work.size(); ++i) {
     auto const& s = measured[i].step_seconds;
     text +=
-        fmt::format("  {:<60} {:.4f} s per step\n", (*work)[i].label, s.empty() ? 0.0 : s.back());
+        fmt::format("  {:<60} {:.4f} s per step\n", c.work[i].label, s.empty() ? 0.0 : s.back());
   }
   text += "efficiency by op type (of the measured peak):\n";
   for (auto const& [op, e] : calibration->efficiency)
@@ -217,6 +216,15 @@ int run_calibrate_mpi(ops::OpRegistry const& registry, CalibrateCommand const& c
   namespace mpi = runtime::mpi;
   auto session = mpi::Session::start();
   if (!session) return report(session.error());
+  // Errors are the same on every rank (rank 0 prints them); the job's size first, before anything
+  // is measured.
+  auto agreed = [&](Status const& st) {
+    return session->agree(st, [](Error const& e) { report(e); });
+  };
+  auto cluster = cluster::load_cluster(cmd.cluster);
+  if (!agreed(cluster ? mpi::check_job(static_cast<int>(cluster->num_devices()), session->size(), 1)
+                      : Status(cluster.error())))
+    return 1;
   auto kernels = runtime::KernelRegistry::with_builtins();
   auto c = prepare(registry, cmd, [&]() -> Expected<runtime::MachineRates> {
     runtime::CalibrateOptions options;
@@ -225,22 +233,21 @@ int run_calibrate_mpi(ops::OpRegistry const& registry, CalibrateCommand const& c
     std::vector<double> shared(7, 0.0);
     if (session->rank() == 0) {
       CLEAVE_TRY(rates, runtime::measure_machine(*kernels, registry, options));
-      shared = {rates.peak.value(),        rates.memory_bandwidth.value(),
-                rates.copy_bandwidth.value(), rates.hop_latency.value(),
-                rates.launch.value(),      static_cast<double>(rates.threads_per_device), 1};
+      shared = {rates.peak.value(),
+                rates.memory_bandwidth.value(),
+                rates.copy_bandwidth.value(),
+                rates.hop_latency.value(),
+                rates.launch.value(),
+                static_cast<double>(rates.threads_per_device),
+                1};
     }
     CLEAVE_CHECK_OK(session->broadcast(shared, 0));
     if (shared[6] == 0) return Error(ErrorCode::execution_failed, "rank 0 could not measure");
     return runtime::MachineRates{FlopsPerSecond(shared[0]), BytesPerSecond(shared[1]),
                                  BytesPerSecond(shared[2]), Seconds(shared[3]),
-                                 Seconds(shared[4]), static_cast<int>(shared[5])};
+                                 Seconds(shared[4]),        static_cast<int>(shared[5])};
   });
-  Status st = c ? mpi::check_job(static_cast<int>(c->devices.size()), session->size(), 1)
-                : Status(c.error());
-  if (!session->all_ok(static_cast<bool>(st))) {
-    if (!st && session->rank() == 0) report(st.error());
-    return 1;
-  }
+  if (!agreed(c ? Status::ok() : Status(c.error()))) return 1;
   std::vector<runtime::Executor> executors;
   std::vector<std::unique_ptr<mpi::Backend>> backends;
   std::vector<runtime::MeasuredSteps> measured;
@@ -248,10 +255,7 @@ int run_calibrate_mpi(ops::OpRegistry const& registry, CalibrateCommand const& c
     auto program = lower::lower(w.graph, w.plan, registry);
     auto backend = program ? mpi::Backend::create({*session, *program, 1})
                            : Expected<std::unique_ptr<mpi::Backend>>(program.error());
-    if (!session->all_ok(static_cast<bool>(backend))) {
-      if (!backend && session->rank() == 0) report(backend.error().with_context(w.label));
-      return 1;
-    }
+    if (!agreed(backend ? Status::ok() : Status(backend.error().with_context(w.label)))) return 1;
     backends.push_back(std::move(*backend));
     auto executor = runtime::Executor::create(w.graph, std::move(*program), registry, c->devices);
     if (!executor) return report(executor.error());

@@ -24,8 +24,8 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
                         "--backend must be in-process or mpi, not '" + cmd.backend + "'"));
   auto setup = prepare_run(registry, cmd);
   if (!setup) return report(setup.error());
-  auto executor = runtime::Executor::create(setup->input.model.training,
-                                            std::move(setup->program), registry, setup->devices);
+  auto executor = runtime::Executor::create(setup->input.model.training, std::move(setup->program),
+                                            registry, setup->devices);
   if (!executor) return report(executor.error());
   auto kernels = runtime::KernelRegistry::with_builtins();
   auto config = training_config(cmd, setup->input.model.training, *kernels);

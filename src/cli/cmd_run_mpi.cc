@@ -86,13 +86,11 @@ int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
   // Errors before the steps are the same on every rank (each loads the same plan): rank 0
   // prints them and all leave; one rank's own failure makes all leave.
   auto setup = prepare_run(registry, cmd);
-  Status st = setup ? mpi::check_job(setup->program.num_devices, session->size(),
-                                     cmd.devices_per_rank)
-                    : Status(setup.error());
-  if (!session->all_ok(static_cast<bool>(st))) {
-    if (!st && rank == 0) report(st.error());
-    return 1;
-  }
+  Status st =
+      setup ? mpi::check_job(setup->program.num_devices, session->size(), cmd.devices_per_rank)
+            : Status(setup.error());
+  auto print = [](Error const& e) { report(e); };
+  if (!session->agree(st, print)) return 1;
   auto const& graph = setup->input.model.training;
   auto devices = mpi::devices_of_rank(rank, cmd.devices_per_rank);
   if (cmd.oom_rank == rank)
@@ -101,13 +99,10 @@ int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
           Bytes(setup->prediction.peak_memory_bytes[static_cast<std::size_t>(d)] / 2);
   auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cmd.comm_timeout_s * 1e3));
   auto backend = mpi::Backend::create({*session, setup->program, cmd.devices_per_rank, timeout});
-  auto executor = backend ? runtime::Executor::create(graph, setup->program, registry,
-                                                      setup->devices)
-                          : Expected<runtime::Executor>(backend.error());
-  if (!session->all_ok(static_cast<bool>(executor))) {
-    if (!executor && rank == 0) report(executor.error());
-    return 1;
-  }
+  auto executor = backend
+                      ? runtime::Executor::create(graph, setup->program, registry, setup->devices)
+                      : Expected<runtime::Executor>(backend.error());
+  if (!session->agree(executor ? Status::ok() : Status(executor.error()), print)) return 1;
   auto kernels = runtime::KernelRegistry::with_builtins();
   auto config = training_config(cmd, graph, *kernels);
   KillingBackend killing(**backend, rank);

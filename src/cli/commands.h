@@ -118,8 +118,8 @@ struct RunCommand {
   // How the workers exchange data: "in-process" (threads of this process) or "mpi" (one process
   // per rank, started by mpirun; docs/runtime.md "Over MPI").
   std::string backend = "in-process";
-  int devices_per_rank = 1;     // mpi: device d runs on rank d / devices_per_rank
-  double comm_timeout_s = 60;   // mpi: the longest wait for a peer before the job ends
+  int devices_per_rank = 1;    // mpi: device d runs on rank d / devices_per_rank
+  double comm_timeout_s = 60;  // mpi: the longest wait for a peer before the job ends
   // mpi fault injection (tests): this rank kills itself (SIGKILL) at its first communication in
   // the last step, or runs with its devices' capacities half their predicted peaks; -1: none.
   int kill_rank = -1;

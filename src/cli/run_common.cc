@@ -1,7 +1,6 @@
 #include "cli/run_common.h"
 
 #include <algorithm>
-
 #include <cstdio>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +12,6 @@
 
 namespace cleave::cli {
 namespace {
-
 
 // "1.25 ms", "830 us", "2.50 s".
 std::string format_seconds(double s) {
@@ -77,13 +75,16 @@ std::string to_json(api::PlanInput const& in, RunCommand const& cmd, RunOutcome 
                        {"kernel_tasks", s.kernel_tasks},
                        {"interpreted_tasks", s.interpreted_tasks}});
   }
-  nlohmann::json j{
-      {"format", "cleave.run/1"},   {"model", in.model.label},
-      {"cluster", in.plan.cluster}, {"algorithm", in.plan.provenance.algorithm},
-      {"backend", out.backend},
-      {"seed", cmd.seed},           {"step_time_s", last.step_s},
-      {"step_times_s", steps},      {"predicted_step_time_s", out.prediction.step_time_s},
-      {"devices", devices}};
+  nlohmann::json j{{"format", "cleave.run/1"},
+                   {"model", in.model.label},
+                   {"cluster", in.plan.cluster},
+                   {"algorithm", in.plan.provenance.algorithm},
+                   {"backend", out.backend},
+                   {"seed", cmd.seed},
+                   {"step_time_s", last.step_s},
+                   {"step_times_s", steps},
+                   {"predicted_step_time_s", out.prediction.step_time_s},
+                   {"devices", devices}};
   auto loss = out.run.last.find(cmd.training.loss);
   if (loss != out.run.last.end() && loss->second.size() == 1) j["loss"] = loss->second[0];
   if (out.check) {

@@ -86,24 +86,25 @@ std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
   char const* threads[] = {"compute", "transfers in", "collectives", "host copies"};
   bool by_rank = !timeline.rank_of_device.empty();
   // A device's threads: in its own process, or among its rank's devices' (4 per device).
-  auto pid = [&](int d) { return by_rank ? timeline.rank_of_device[static_cast<std::size_t>(d)] : d; };
+  auto pid = [&](int d) {
+    return by_rank ? timeline.rank_of_device[static_cast<std::size_t>(d)] : d;
+  };
   auto tid = [&](int d, int thread) { return by_rank ? 4 * d + thread : thread; };
   for (int d = 0; d < program.num_devices; ++d) {
     if (!by_rank || d == 0 || pid(d) != pid(d - 1))
-      events.push_back({{"name", "process_name"},
-                        {"ph", "M"},
-                        {"pid", pid(d)},
-                        {"args",
-                         {{"name", (by_rank ? "rank " : "device ") + std::to_string(pid(d))}}}});
-    for (int thread = 0; thread < 4; ++thread)
       events.push_back(
-          {{"name", "thread_name"},
+          {{"name", "process_name"},
            {"ph", "M"},
            {"pid", pid(d)},
-           {"tid", tid(d, thread)},
-           {"args",
-            {{"name", (by_rank ? "device " + std::to_string(d) + " " : std::string()) +
-                          threads[thread]}}}});
+           {"args", {{"name", (by_rank ? "rank " : "device ") + std::to_string(pid(d))}}}});
+    for (int thread = 0; thread < 4; ++thread)
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid(d)},
+                        {"tid", tid(d, thread)},
+                        {"args",
+                         {{"name", (by_rank ? "device " + std::to_string(d) + " " : std::string()) +
+                                       threads[thread]}}}});
   }
   for (std::size_t i = 0; i < program.tasks.size(); ++i) {
     auto const& t = program.tasks[i];

@@ -182,9 +182,7 @@ class StepRun {
 
  private:
   BlockStore& store(int device) { return *stores_[static_cast<std::size_t>(device)]; }
-  bool local(JobId id) const {
-    return local_[static_cast<std::size_t>(s_.jobs.jobs[id].device)];
-  }
+  bool local(JobId id) const { return local_[static_cast<std::size_t>(s_.jobs.jobs[id].device)]; }
   double seconds_since_start() const {
     return std::chrono::duration<double>(Clock::now() - start_).count();
   }
@@ -571,7 +569,8 @@ class StepRun {
         if (b.tensor == t.id) add(b);
       if (std::all_of(mask.begin(), mask.end(), [](float m) { return m != 0; })) {
         values.emplace(t.name, std::move(out));
-      } else if (!all_local_ && std::any_of(mask.begin(), mask.end(), [](float m) { return m != 0; })) {
+      } else if (!all_local_ &&
+                 std::any_of(mask.begin(), mask.end(), [](float m) { return m != 0; })) {
         values.emplace(t.name, std::move(out));
         result.coverage.emplace(t.name, std::move(mask));
       }
@@ -611,7 +610,7 @@ class StepRun {
   std::vector<bool> captured_;
   std::vector<Block> kept_;
   bool all_local_;
-  std::vector<bool> local_;                 // per device: run by this process
+  std::vector<bool> local_;                // per device: run by this process
   std::vector<std::vector<JobId>> gated_;  // per device: waiting for the backend (take_polling)
   std::vector<std::unique_ptr<Arena>> arenas_;
   std::vector<std::unique_ptr<BlockStore>> stores_;
@@ -682,9 +681,10 @@ Expected<StepResult> Executor::run_step(Values const& sources, ExecOptions const
                  "no communication backend given to run the step (ExecOptions::backend)");
   for (int d : options.devices)
     if (d < 0 || d >= state_->program.num_devices)
-      return Error(ErrorCode::invalid_argument,
-                   "ExecOptions::devices names device " + std::to_string(d) + " of a program with " +
-                       std::to_string(state_->program.num_devices) + " devices");
+      return Error(ErrorCode::invalid_argument, "ExecOptions::devices names device " +
+                                                    std::to_string(d) + " of a program with " +
+                                                    std::to_string(state_->program.num_devices) +
+                                                    " devices");
   return StepRun(*state_, options).run(sources);
 }
 

@@ -18,14 +18,14 @@ namespace {
 
 struct Outcome {
   int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
+  std::string out;            // stdout
+  std::string err;            // stderr
   std::int64_t ended_us = 0;  // system clock, when mpirun had exited
 };
 
 std::filesystem::path scratch() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("cleave_mpi_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cleave_mpi_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }
@@ -60,16 +60,16 @@ Outcome shell(std::string const& command) {
 }
 
 Outcome mpirun(int ranks, std::string const& args) {
-  return shell(std::string(CLEAVE_MPIRUN) + " -np " + std::to_string(ranks) + " " +
-               CLEAVE_BINARY + " run " + args);
+  return shell(std::string(CLEAVE_MPIRUN) + " -np " + std::to_string(ranks) + " " + CLEAVE_BINARY +
+               " run " + args);
 }
 
 // A plan file of `model` on cpu:devices=N by `algo` (its name tells them apart).
 std::string plan_file(std::string const& model, int devices, std::string const& algo) {
   auto path = scratch() / (algo + "_" + std::to_string(devices) + "_" +
                            model.substr(0, model.find(':')) + ".json");
-  auto r = shell(std::string(CLEAVE_BINARY) + " plan '" + model + "' --cluster cpu:devices=" +
-                 std::to_string(devices) + " --algo " + algo +
+  auto r = shell(std::string(CLEAVE_BINARY) + " plan '" + model +
+                 "' --cluster cpu:devices=" + std::to_string(devices) + " --algo " + algo +
                  " --budget-iterations 300 -o " + path.string());
   EXPECT_EQ(r.code, 0) << r.err;
   return path.string();
@@ -81,8 +81,7 @@ constexpr char const* gpt = "gpt:layers=1,hidden=8,heads=2,seq=4,vocab=7,batch=2
 // "rank 1 kills itself (SIGKILL) at T us", "rank 1 ends the job at T us": T.
 std::int64_t fault_time_us(std::string const& err) {
   std::smatch m;
-  EXPECT_TRUE(std::regex_search(err, m, std::regex(R"(rank \d+ [a-z ()A-Z]+ at (\d+) us)")))
-      << err;
+  EXPECT_TRUE(std::regex_search(err, m, std::regex(R"(rank \d+ [a-z ()A-Z]+ at (\d+) us)"))) << err;
   return m.empty() ? 0 : std::stoll(m[1]);
 }
 
@@ -106,10 +105,11 @@ TEST_P(EveryAlgorithm, PlansOfTwoModelsPassTheCheckOverMpi) {
     EXPECT_GT(j["devices"][0]["kernel_tasks"].get<int>(), 0);
     EXPECT_NE(j["backend"].get<std::string>().find(std::to_string(ranks) + " ranks"),
               std::string::npos);
-    for (auto const& d : j["devices"])  // every rank's statistics reached rank 0
-      if (algo != "single")                // which leaves every device but the first idle
-        EXPECT_GT(d["kernel_tasks"].get<int>() + d["interpreted_tasks"].get<int>(), 0)
+    for (auto const& d : j["devices"]) {  // every rank's statistics reached rank 0
+      if (algo == "single") continue;     // which leaves every device but the first idle
+      EXPECT_GT(d["kernel_tasks"].get<int>() + d["interpreted_tasks"].get<int>(), 0)
           << model << " " << d["name"];
+    }
   }
 }
 
@@ -121,14 +121,12 @@ std::vector<MatrixCase> matrix() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Mpi, EveryAlgorithm, ::testing::ValuesIn(matrix()),
-                         [](auto const& info) {
-                           std::string name = info.param.algo + "_np" +
-                                              std::to_string(info.param.ranks);
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Mpi, EveryAlgorithm, ::testing::ValuesIn(matrix()), [](auto const& info) {
+  std::string name = info.param.algo + "_np" + std::to_string(info.param.ranks);
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+});
 
 TEST(Mpi, ARankCountThatDoesNotMatchThePlanIsAnErrorBeforeAnyWork) {
   auto plan = plan_file(mlp, 2, "tofu");
@@ -178,8 +176,7 @@ TEST(Mpi, TheMergedTraceHasAProcessPerRank) {
   std::map<int, int> spans;  // per process: its complete events
   for (auto const& e : j["traceEvents"]) {
     int pid = e["pid"];
-    if (e["ph"] == "M" && e["name"] == "process_name")
-      processes[pid] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "process_name") processes[pid] = e["args"]["name"];
     if (e["ph"] == "X") {
       ++spans[pid];
       EXPECT_GE(e["ts"].get<double>(), 0);
@@ -191,6 +188,28 @@ TEST(Mpi, TheMergedTraceHasAProcessPerRank) {
     EXPECT_EQ(processes[rank], "rank " + std::to_string(rank));
     EXPECT_GT(spans[rank], 0) << "rank " << rank << " has no events";
   }
+}
+
+// calibrate --backend mpi fits MPI's transfers: a profile and a spec with a link and a latency.
+TEST(Mpi, CalibrateMeasuresTransfersOverMpi) {
+  auto plan = plan_file("mlp:layers=2,hidden=256,input=256,classes=8,batch=32", 2, "tofu");
+  auto profile = (scratch() / "mpi-profile.json").string();
+  auto r = shell(std::string(CLEAVE_MPIRUN) + " -np 2 " + CLEAVE_BINARY +
+                 " calibrate --backend mpi --cluster cpu:devices=2 --steps 1 --plan " + plan +
+                 " -o " + profile + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);  // rank 0 alone prints
+  EXPECT_EQ(j["backend"], "mpi");
+  EXPECT_GT(j["copy_bandwidth_bytes_per_s"].get<double>(), 0);
+  EXPECT_GT(j["hop_latency_s"].get<double>(), 0);
+  EXPECT_GT(j["entries"].get<int>(), 0);
+  auto table = nlohmann::json::parse(slurp(profile));
+  EXPECT_NE(table["source"].get<std::string>().find("mpi backend"), std::string::npos);
+  // A job that does not match the cluster is an error before anything is measured.
+  auto wrong = shell(std::string(CLEAVE_MPIRUN) + " -np 3 " + CLEAVE_BINARY +
+                     " calibrate --backend mpi --cluster cpu:devices=2 --plan " + plan);
+  EXPECT_NE(wrong.code, 0);
+  EXPECT_NE(wrong.err.find("start it with mpirun -np 2"), std::string::npos) << wrong.err;
 }
 
 }  // namespace

@@ -70,9 +70,10 @@ Status check_job(int plan_devices, int ranks, int devices_per_rank) {
     return Error(ErrorCode::invalid_argument,
                  "--devices-per-rank must be at least 1, not " + std::to_string(devices_per_rank));
   if (ranks * devices_per_rank == plan_devices) return Status::ok();
-  std::string how = plan_devices % devices_per_rank == 0
-                        ? "start it with mpirun -np " + std::to_string(plan_devices / devices_per_rank)
-                        : "choose a --devices-per-rank that divides " + std::to_string(plan_devices);
+  std::string how =
+      plan_devices % devices_per_rank == 0
+          ? "start it with mpirun -np " + std::to_string(plan_devices / devices_per_rank)
+          : "choose a --devices-per-rank that divides " + std::to_string(plan_devices);
   return Error(ErrorCode::invalid_argument,
                "the plan has " + std::to_string(plan_devices) + " devices but the job's " +
                    std::to_string(ranks) + " ranks with " + std::to_string(devices_per_rank) +
@@ -166,9 +167,9 @@ Status Backend::wait(MPI_Request& request, std::string const& what) {
     if (aborted_.load(std::memory_order_relaxed)) return aborted_error();
     auto waited = Clock::now() - start;
     if (waited > timeout_)
-      return Error(ErrorCode::execution_failed,
-                   "no peer answered in " + std::to_string(timeout_.count()) + " ms (" + what +
-                       "); a rank has stopped");
+      return Error(ErrorCode::execution_failed, "no peer answered in " +
+                                                    std::to_string(timeout_.count()) + " ms (" +
+                                                    what + "); a rank has stopped");
     // Ranks that share cores leave them to those computing once the wait is not short.
     if (waited < std::chrono::microseconds(500))
       std::this_thread::yield();
@@ -207,8 +208,8 @@ Status Backend::send(Message const& message, Payload payload) {
   return Status::ok();
 }
 
-Status Backend::check_deadline(std::map<std::uint64_t, Clock::time_point>& since,
-                               std::uint64_t key, std::string const& what) {
+Status Backend::check_deadline(std::map<std::uint64_t, Clock::time_point>& since, std::uint64_t key,
+                               std::string const& what) {
   auto now = Clock::now();
   auto [it, fresh] = since.emplace(key, now);
   if (fresh || now - it->second <= timeout_) return Status::ok();
@@ -220,8 +221,8 @@ Expected<bool> Backend::arrived(Message const& message) {
   if (aborted_) return aborted_error();
   CLEAVE_CHECK_OK(progress_sends());
   int flag = 0;
-  if (int rc = MPI_Iprobe(rank_of(message.source), tag_of(message), messages_, &flag,
-                          MPI_STATUS_IGNORE);
+  if (int rc =
+          MPI_Iprobe(rank_of(message.source), tag_of(message), messages_, &flag, MPI_STATUS_IGNORE);
       rc != MPI_SUCCESS)
     return mpi_error("MPI_Iprobe", rc);
   std::lock_guard lock(mutex_);

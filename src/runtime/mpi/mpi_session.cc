@@ -11,7 +11,8 @@ Error mpi_error(char const* call, int code) {
   int length = 0;
   MPI_Error_string(code, text, &length);
   return Error(ErrorCode::execution_failed,
-               std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+               std::string(call) +
+                   " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
 Expected<Session> Session::start() {
@@ -45,9 +46,8 @@ Expected<Session> Session::start() {
 }
 
 Session::Session(Session&& other) noexcept
-    : owner_(other.owner_), rank_(other.rank_), size_(other.size_),
-      tag_bound_(other.tag_bound_), one_machine_(other.one_machine_),
-      host_(std::move(other.host_)) {
+    : owner_(other.owner_), rank_(other.rank_), size_(other.size_), tag_bound_(other.tag_bound_),
+      one_machine_(other.one_machine_), host_(std::move(other.host_)) {
   other.owner_ = false;
 }
 
@@ -59,10 +59,12 @@ std::string Session::where() const {
   return "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " on host " + host_;
 }
 
-bool Session::all_ok(bool mine) const {
-  int ok = mine ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return ok == 1;
+bool Session::agree(Status const& status, std::function<void(Error const&)> const& print) const {
+  int all = status ? 1 : 0, first = all;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Bcast(&first, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!status && (rank_ == 0 || first == 1)) print(status.error());
+  return all == 1;
 }
 
 Status Session::broadcast(std::vector<double>& values, int root) const {

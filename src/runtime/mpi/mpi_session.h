@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,11 @@ class Session {
 
   // "rank 1 of 4 on host h".
   std::string where() const;
-  // Whether every rank may go on: false where any rank's `mine` is (so that none enters a
-  // collective call that a failed rank never makes). Collective.
-  bool all_ok(bool mine) const;
+  // Collective: whether every rank's status is ok, so that none goes on into a call that a
+  // failed rank never makes. Where not, `print` gets this rank's error if it is rank 0's, or if
+  // rank 0's status is ok (errors before the steps are mostly the same on every rank: printed
+  // once).
+  bool agree(Status const& status, std::function<void(Error const&)> const& print) const;
   // The root's values on every rank (MPI_Ibcast), the others waiting without taking a core from
   // the root's measurements. Collective.
   Status broadcast(std::vector<double>& values, int root) const;
