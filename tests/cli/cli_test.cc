@@ -626,6 +626,15 @@ TEST(Cli, RunPlans) {
   }
 }
 
+// --backend names one of the two; over MPI, the job's ranks must match the plan
+// (tests/runtime_mpi).
+TEST(Cli, RunBackendMustBeKnown) {
+  auto r = cleave("run " + std::string(CLEAVE_TEST_PLANS) + "/mlp_swaps.json --backend pigeon");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--backend must be in-process or mpi, not 'pigeon'"), std::string::npos)
+      << r.err;
+}
+
 TEST(Cli, CalibrateWritesAProfileThePlannerUses) {
   std::string plan = (scratch() / "cal_plan.json").string();
   std::string profile = (scratch() / "cal_profile.json").string();
