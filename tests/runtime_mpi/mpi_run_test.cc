@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sys/wait.h>
 
 #include "search/search.h"
@@ -127,6 +128,30 @@ INSTANTIATE_TEST_SUITE_P(Mpi, EveryAlgorithm, ::testing::ValuesIn(matrix()), [](
     if (c == '-') c = '_';
   return name;
 });
+
+// Two devices per rank: a collective's members on one rank exchange point to point (its
+// group has no communicator of distinct ranks); the trace has a process per rank, each with
+// both its devices' threads.
+TEST(Mpi, SeveralDevicesPerRankPassTheCheck) {
+  for (char const* algo : {"data-parallel", "tofu"})
+    for (char const* model : {mlp, gpt}) {
+      auto plan = plan_file(model, 4, algo);
+      auto trace = (scratch() / "trace2.json").string();
+      auto r = mpirun(2, plan + " --backend mpi --devices-per-rank 2 --steps 2 --check --json " +
+                             "--trace " + trace);
+      ASSERT_EQ(r.code, 0) << algo << " " << model << "\n" << r.err;
+      auto j = nlohmann::json::parse(r.out);
+      EXPECT_TRUE(j["check"]["passed"].get<bool>()) << algo << " " << model;
+      EXPECT_EQ(j["backend"], "mpi (2 ranks, 2 devices per rank)");
+      std::set<std::pair<int, int>> threads;  // (process, thread) with events
+      auto events = nlohmann::json::parse(slurp(trace))["traceEvents"];
+      for (auto const& e : events)
+        if (e["ph"] == "X") threads.insert({e["pid"].get<int>(), e["tid"].get<int>() / 4});
+      // Rank r's process shows devices 2r and 2r + 1 (4 threads per device).
+      std::set<std::pair<int, int>> expected{{0, 0}, {0, 1}, {1, 2}, {1, 3}};
+      EXPECT_EQ(threads, expected) << algo << " " << model;
+    }
+}
 
 TEST(Mpi, ARankCountThatDoesNotMatchThePlanIsAnErrorBeforeAnyWork) {
   auto plan = plan_file(mlp, 2, "tofu");

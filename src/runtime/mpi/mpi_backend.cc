@@ -1,7 +1,6 @@
 #include "runtime/mpi/mpi_backend.h"
 
 #include <algorithm>
-#include <climits>
 #include <thread>
 
 #include "support/assert.h"
@@ -28,18 +27,10 @@ MPI_Op op_of(tdl::Reducer r) {
   return MPI_SUM;
 }
 
-Expected<int> count_of(std::size_t n) {
-  if (n > static_cast<std::size_t>(INT_MAX))
-    return Error(ErrorCode::unsupported,
-                 "a message of " + std::to_string(n) +
-                     " elements passes MPI's int count; split the tensor further");
-  return static_cast<int>(n);
-}
-
 Expected<std::vector<int>> counts_of(std::vector<std::size_t> const& counts) {
   std::vector<int> out;
   for (auto c : counts) {
-    CLEAVE_TRY(int n, count_of(c));
+    CLEAVE_TRY(int n, mpi_count(c));
     out.push_back(n);
   }
   return out;
@@ -88,6 +79,7 @@ Backend::~Backend() {
   for (auto& [group, comm] : group_comms_)
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   if (messages_ != MPI_COMM_NULL) MPI_Comm_free(&messages_);
+  if (exchanges_ != MPI_COMM_NULL) MPI_Comm_free(&exchanges_);
 }
 
 Expected<std::unique_ptr<Backend>> Backend::create(BackendConfig const& config) {
@@ -112,18 +104,23 @@ Expected<std::unique_ptr<Backend>> Backend::create(BackendConfig const& config) 
   std::vector<std::vector<int>> groups;
   for (auto const& col : program.collectives) {
     std::vector<int> ranks;
-    for (int d : col.group) {
-      int r = b->rank_of(d);
-      if (std::find(ranks.begin(), ranks.end(), r) != ranks.end())
-        return Error(ErrorCode::unsupported,
-                     "a collective's group has two devices on rank " + std::to_string(r) +
-                         " (device " + std::to_string(d) +
-                         " among them): collectives over MPI need each member on a rank of "
-                         "its own; run this plan with --devices-per-rank 1");
-      ranks.push_back(r);
-    }
-    groups.push_back(col.group);
+    for (int d : col.group)
+      ranks.push_back(b->rank_of(d));
+    std::sort(ranks.begin(), ranks.end());
+    if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end())
+      b->exchanged_.insert(col.group);
+    else
+      groups.push_back(col.group);
   }
+  b->num_devices_ = program.num_devices;
+  if (!program.collectives.empty() &&
+      b->exchange_tag(program.collectives.size() - 1, program.num_devices - 1,
+                      program.num_devices - 1, true) > config.session.tag_bound())
+    return Error(ErrorCode::unsupported,
+                 "the plan has too many collectives for MPI's tags (MPI_TAG_UB) with several "
+                 "devices per rank; run it with --devices-per-rank 1");
+  if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &b->exchanges_); rc != MPI_SUCCESS)
+    return mpi_error("MPI_Comm_dup", rc);
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &b->messages_); rc != MPI_SUCCESS)
@@ -196,7 +193,7 @@ Status Backend::progress_sends() {
 
 Status Backend::send(Message const& message, Payload payload) {
   if (aborted_) return aborted_error();
-  CLEAVE_TRY(int n, count_of(payload.data.size()));
+  CLEAVE_TRY(int n, mpi_count(payload.data.size()));
   Sending s{MPI_REQUEST_NULL, std::move(payload)};
   // MPI_Isend reads the buffer until the request completes: `keep` holds it until then.
   if (int rc = MPI_Isend(s.payload.data.data(), n, MPI_FLOAT, rank_of(message.destination),
@@ -238,7 +235,7 @@ Expected<bool> Backend::arrived(Message const& message) {
 
 Status Backend::receive(Message const& message, std::span<float> out) {
   if (aborted_) return aborted_error();
-  CLEAVE_TRY(int n, count_of(out.size()));
+  CLEAVE_TRY(int n, mpi_count(out.size()));
   MPI_Request request = MPI_REQUEST_NULL;
   if (int rc = MPI_Irecv(out.data(), n, MPI_FLOAT, rank_of(message.source), tag_of(message),
                          messages_, &request);
@@ -251,6 +248,7 @@ Status Backend::receive(Message const& message, std::span<float> out) {
 Expected<bool> Backend::joined(CollectiveCall const& call) {
   if (aborted_) return aborted_error();
   CLEAVE_CHECK_OK(progress_sends());
+  if (exchanged(call.group)) return exchanged_joined(call);
   std::lock_guard lock(mutex_);
   auto [it, fresh] = joining_.emplace(call.key, MPI_REQUEST_NULL);
   if (fresh)
@@ -272,7 +270,8 @@ Expected<bool> Backend::joined(CollectiveCall const& call) {
 
 Status Backend::all_reduce(CollectiveCall const& call, std::span<float> data) {
   if (aborted_) return aborted_error();
-  CLEAVE_TRY(int n, count_of(data.size()));
+  if (exchanged(call.group)) return exchanged_all_reduce(call, data);
+  CLEAVE_TRY(int n, mpi_count(data.size()));
   MPI_Request request = MPI_REQUEST_NULL;
   if (int rc = MPI_Iallreduce(MPI_IN_PLACE, data.data(), n, MPI_FLOAT, op_of(call.reducer),
                               comm_of(call.group), &request);
@@ -284,7 +283,8 @@ Status Backend::all_reduce(CollectiveCall const& call, std::span<float> data) {
 Status Backend::all_gather(CollectiveCall const& call, std::span<float const> mine,
                            std::span<float> out) {
   if (aborted_) return aborted_error();
-  CLEAVE_TRY(int n, count_of(mine.size()));
+  if (exchanged(call.group)) return exchanged_all_gather(call, mine, out);
+  CLEAVE_TRY(int n, mpi_count(mine.size()));
   CLEAVE_TRY(auto counts, counts_of(call.counts));
   auto at = displacements(counts);
   MPI_Request request = MPI_REQUEST_NULL;
@@ -298,6 +298,7 @@ Status Backend::all_gather(CollectiveCall const& call, std::span<float const> mi
 Status Backend::reduce_scatter(CollectiveCall const& call, std::span<float const> in,
                                std::span<float> out) {
   if (aborted_) return aborted_error();
+  if (exchanged(call.group)) return exchanged_reduce_scatter(call, in, out);
   CLEAVE_TRY(auto counts, counts_of(call.counts));
   MPI_Request request = MPI_REQUEST_NULL;
   if (int rc = MPI_Ireduce_scatter(in.data(), out.data(), counts.data(), MPI_FLOAT,

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "lower/program.h"
@@ -43,8 +44,7 @@ Status check_job(int plan_devices, int ranks, int devices_per_rank);
 class Backend final : public CommBackend {
  public:
   // check_job(), then the tags and one communicator per device group (collective over all
-  // ranks: every rank calls it in the same order). A group with two devices on one rank is an
-  // error: run such plans with one device per rank.
+  // ranks: every rank calls it in the same order).
   static Expected<std::unique_ptr<Backend>> create(BackendConfig const& config);
   ~Backend() override;
   Backend(Backend const&) = delete;
@@ -73,6 +73,24 @@ class Backend final : public CommBackend {
   Status wait(MPI_Request& request, std::string const& what);
   // Completes the sends whose receivers have taken them (their payloads are released).
   Status progress_sends();
+  // Groups with several members on one rank (--devices-per-rank above 1) have no communicator
+  // of distinct ranks: their members exchange their data point to point, each with every other
+  // member, on a communicator of their own, and each reduces in group order (the same order on
+  // every member, so all get the same result); joining is a message to every other member.
+  // mpi_exchange.cc.
+  bool exchanged(std::vector<int> const& group) const { return exchanged_.count(group) != 0; }
+  int exchange_tag(std::uint64_t key, int from, int to, bool join) const;
+  // Sends to_each[k] to the group's k-th member and receives from_each[k] from it (every member
+  // but the caller), then waits for all of it.
+  Status exchange(CollectiveCall const& call, std::vector<std::span<float const>> const& to_each,
+                  std::vector<std::span<float>> const& from_each);
+  Status exchanged_all_reduce(CollectiveCall const& call, std::span<float> data);
+  Status exchanged_all_gather(CollectiveCall const& call, std::span<float const> mine,
+                              std::span<float> out);
+  Status exchanged_reduce_scatter(CollectiveCall const& call, std::span<float const> in,
+                                  std::span<float> out);
+  Expected<bool> exchanged_joined(CollectiveCall const& call);
+
   // Whether a poll for `key` (in `since`) has lasted past the timeout: the error that says so.
   Status check_deadline(std::map<std::uint64_t, std::chrono::steady_clock::time_point>& since,
                         std::uint64_t key, std::string const& what);
@@ -87,12 +105,21 @@ class Backend final : public CommBackend {
   std::chrono::milliseconds timeout_;
   MPI_Comm messages_ = MPI_COMM_NULL;                 // point-to-point transfers
   std::map<std::vector<int>, MPI_Comm> group_comms_;  // per device group: its ranks in order
-  std::map<std::uint64_t, int> tags_;                 // per transfer task
-  std::mutex mutex_;                                  // guards what follows
+  std::set<std::vector<int>> exchanged_;              // groups with several members on a rank
+  MPI_Comm exchanges_ = MPI_COMM_NULL;                // their messages
+  int num_devices_ = 0;
+  std::map<std::uint64_t, int> tags_;  // per transfer task
+  std::mutex mutex_;                   // guards what follows
   std::vector<Sending> sending_;
   std::map<std::uint64_t, MPI_Request> joining_;  // per collective: its barrier
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> polled_since_;
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> joining_since_;
+  struct Joins {                    // a member of an exchanged group joining a collective
+    std::vector<MPI_Request> sent;  // to every other member
+    std::vector<bool> heard;        // per member: its join received
+    std::chrono::steady_clock::time_point since;  // the first poll
+  };
+  std::map<std::pair<std::uint64_t, int>, Joins> joins_;  // per collective and member
   std::atomic<bool> aborted_{false};
 };
 

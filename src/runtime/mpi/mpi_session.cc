@@ -1,6 +1,7 @@
 #include "runtime/mpi/mpi_session.h"
 
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <thread>
 
@@ -13,6 +14,14 @@ Error mpi_error(char const* call, int code) {
   return Error(ErrorCode::execution_failed,
                std::string(call) +
                    " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+Expected<int> mpi_count(std::size_t elements) {
+  if (elements > static_cast<std::size_t>(INT_MAX))
+    return Error(ErrorCode::unsupported,
+                 "a message of " + std::to_string(elements) +
+                     " elements passes MPI's int count; split the tensor further");
+  return static_cast<int>(elements);
 }
 
 Expected<Session> Session::start() {

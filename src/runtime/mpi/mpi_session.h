@@ -53,5 +53,7 @@ class Session {
 
 // "MPI_Iallreduce failed: <MPI's error string>", for a call that returned `code`.
 Error mpi_error(char const* call, int code);
+// A message's element count as MPI takes it (an int); an error past INT_MAX.
+Expected<int> mpi_count(std::size_t elements);
 
 }  // namespace cleave::runtime::mpi
