@@ -192,3 +192,8 @@ fid=bench/results/fidelity.md
 } > "$fid.tmp"
 mv "$fid.tmp" "$fid"
 cat "$fid"
+
+# In-process against MPI (issue 19), where Open MPI is installed and the MPI backend was built.
+if command -v mpirun >/dev/null && [ -f build-release/src/runtime/mpi/libcleave_runtime_mpi.a ]; then
+  bash bench/mpi_table.sh
+fi
