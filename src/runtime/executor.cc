@@ -379,14 +379,14 @@ class StepRun {
     {
       std::lock_guard lock(mutex_);
       ++finished_;
-      auto done = [&](JobId u) {
+      auto waited_for = [&](JobId u) {
         if (!local(u) || --waiting_[u] != 0) return;
         release(u);
         woken[static_cast<std::size_t>(s_.jobs.jobs[u].device)] = true;
       };
       for (JobId u : s_.dependents[id])
-        done(u);
-      if (!all_local_ && s_.next_part[id] != no_job) done(s_.next_part[id]);
+        waited_for(u);
+      if (!all_local_ && s_.next_part[id] != no_job) waited_for(s_.next_part[id]);
       for (TaskId done : s_.jobs.jobs[id].completes)
         for (TaskId dep : s_.program.tasks[done].deps)
           if (--remaining_[dep] == 0 && !s_.lifetimes[dep].swapped && s_.lifetimes[dep].allocates)
