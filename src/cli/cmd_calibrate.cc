@@ -11,6 +11,7 @@
 #include "api/plan_input.h"
 #include "autodiff/training_graph.h"
 #include "cli/commands.h"
+#include "cli/measure.h"
 #include "cluster/presets.h"
 #include "lower/program.h"
 #include "runtime/calibrate.h"
@@ -86,12 +87,7 @@ struct Calibration {
 Expected<Calibration> prepare(ops::OpRegistry const& registry, CalibrateCommand const& cmd,
                               std::function<Expected<runtime::MachineRates>()> const& measure) {
   CLEAVE_TRY(auto cluster, cluster::load_cluster(cmd.cluster));
-  for (auto const& d : cluster.devices())
-    if (d.kind != "cpu-core")
-      return Error(ErrorCode::invalid_argument,
-                   "calibrate measures this machine's CPU cores: --cluster must be the cpu "
-                   "preset (cpu:devices=N), not '" +
-                       cmd.cluster + "'");
+  CLEAVE_CHECK_OK(require_cpu_cluster(cluster, cmd.cluster, "calibrate measures"));
   Calibration c;
   CLEAVE_TRY(c.work, given_plans(registry, cmd, cluster));
   CLEAVE_TRY(c.rates, measure());
