@@ -5,6 +5,7 @@
 
 #include "api/evaluate.h"
 #include "api/plan_input.h"
+#include "api/plan_search.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cluster/cluster_json.h"
@@ -20,15 +21,11 @@
 namespace cleave::cli {
 namespace {
 
-// What a search is given besides the model and the cluster, from the command's flags.
-struct SearchSettings {
-  search::Budget budget;
-  search::OptionSettings options;
-  std::uint64_t seed = 0;
-};
-
-Expected<SearchSettings> search_settings(SearchFlags const& flags, std::uint64_t seed) {
-  SearchSettings out;
+// The search request of the command's flags (progress on stderr when it is a terminal).
+Expected<api::SearchRequest> search_request(std::string const& algo, SearchFlags const& flags,
+                                            std::uint64_t seed) {
+  api::SearchRequest out;
+  out.algorithm = algo;
   out.seed = seed;
   if (flags.budget_seconds) out.budget.time = Seconds(*flags.budget_seconds);
   out.budget.iterations = flags.budget_iterations;
@@ -36,34 +33,8 @@ Expected<SearchSettings> search_settings(SearchFlags const& flags, std::uint64_t
     CLEAVE_TRY(auto setting, split_assignment(text, "--option"));
     out.options.push_back(std::move(setting));
   }
+  out.progress = search::terminal_progress(stderr);
   return out;
-}
-
-// `ideal_step_s` is computed once per model and cluster (api::ideal_step_time) and shared by the
-// rows.
-Expected<report::PlanRow> plan_row(api::ModelInput const& model, cost::CostModel const& cost,
-                                   std::string const& cluster_spec, std::string const& algo,
-                                   SearchSettings const& settings, double ideal_step_s,
-                                   ops::OpRegistry const& registry,
-                                   plan::Plan* plan_out = nullptr) {
-  search::SearchContext ctx{model.training,
-                            registry,
-                            cost,
-                            cluster_spec,
-                            model.label,
-                            model.batch,
-                            settings.seed,
-                            settings.budget,
-                            settings.options,
-                            search::terminal_progress(stderr)};
-  CLEAVE_TRY(plan::Plan p, search::make_plan(algo, ctx));
-  report::PlanRow row;
-  row.algorithm = algo;
-  row.search_time_s = p.provenance.search_time_s;
-  CLEAVE_TRY(row.evaluation, api::evaluate(model, p, cost, registry));
-  row.ideal_step_time_s = ideal_step_s;
-  if (plan_out) *plan_out = std::move(p);
-  return row;
 }
 
 void print(std::string const& text) {
@@ -98,13 +69,14 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!cost) return report(cost.error());
   auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
-  auto settings = search_settings(cmd.search, cmd.seed);
-  if (!settings) return report(settings.error());
-  plan::Plan p;
-  auto row = plan_row(*model, *cost, cmd.cluster, cmd.algo, *settings, *ideal, registry, &p);
+  auto request = search_request(cmd.algo, cmd.search, cmd.seed);
+  if (!request) return report(request.error());
+  auto p = api::make_plan(*model, *cost, cmd.cluster, *request, registry);
+  if (!p) return report(p.error());
+  auto row = api::plan_row(*model, *p, *cost, *ideal, registry);
   if (!row) return report(row.error());
   if (!cmd.output.empty()) {
-    auto st = plan::save_plan(p, cmd.output);
+    auto st = plan::save_plan(*p, cmd.output);
     if (!st) return report(st.error());
   }
   std::vector<report::PlanRow> rows;
@@ -144,24 +116,13 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
-  std::vector<std::string> algos = cmd.algos.empty() ? search::algorithms() : cmd.algos;
   auto cost = api::load_cost_model(*cluster, cmd.profile);
   if (!cost) return report(cost.error());
-  auto ideal = api::ideal_step_time(*model, *cost, registry);
-  if (!ideal) return report(ideal.error());
-  auto settings = search_settings(cmd.search, /*seed=*/0);
-  if (!settings) return report(settings.error());
-  std::vector<report::PlanRow> rows;
-  for (auto const& a : algos) {
-    SearchSettings own = *settings;
-    auto options = search::settings_for(a, algos, settings->options);
-    if (!options) return report(options.error());
-    own.options = std::move(*options);
-    auto row = plan_row(*model, *cost, cmd.cluster, a, own, *ideal, registry);
-    if (!row) return report(row.error().with_context("in algorithm '" + a + "'"));
-    rows.push_back(std::move(*row));
-  }
-  print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
+  auto request = search_request("", cmd.search, /*seed=*/0);
+  if (!request) return report(request.error());
+  auto rows = api::compare(*model, *cost, cmd.cluster, cmd.algos, *request, registry);
+  if (!rows) return report(rows.error());
+  print_rows(model->label, cmd.cluster, *rows, cmd.profile, cmd.json);
   return 0;
 }
 
