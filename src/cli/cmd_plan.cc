@@ -1,9 +1,10 @@
 // `cleave plan` (make a plan and evaluate it), `cleave simulate` (evaluate a saved plan, optionally
-// writing the simulated timeline as a Chrome trace) and `cleave compare` (every algorithm side by
-// side on one model and cluster).
+// writing the simulated timeline as a Chrome trace), `cleave compare` (every algorithm side by
+// side on one model and cluster, optionally as HTML) and `cleave report` (a plan's HTML page).
 #include <cstdio>
 
 #include "api/evaluate.h"
+#include "api/html.h"
 #include "api/plan_input.h"
 #include "api/plan_search.h"
 #include "cli/args.h"
@@ -120,9 +121,30 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   if (!cost) return report(cost.error());
   auto request = search_request("", cmd.search, /*seed=*/0);
   if (!request) return report(request.error());
-  auto rows = api::compare(*model, *cost, cmd.cluster, cmd.algos, *request, registry);
+  std::vector<plan::Plan> plans;
+  auto rows = api::compare(*model, *cost, cmd.cluster, cmd.algos, *request, registry, &plans);
   if (!rows) return report(rows.error());
+  if (!cmd.html.empty()) {
+    auto html = api::compare_html(*model, cmd.cluster, *cost, plans, *rows, registry);
+    if (!html) return report(html.error());
+    auto st = write_file_atomic(cmd.html, *html);
+    if (!st) return report(st.error());
+  }
   print_rows(model->label, cmd.cluster, *rows, cmd.profile, cmd.json);
+  if (!cmd.json && !cmd.html.empty()) std::printf("\nwrote %s\n", cmd.html.c_str());
+  return 0;
+}
+
+int run_report(ops::OpRegistry const& registry, ReportCommand const& cmd) {
+  auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
+  if (!input) return report(input.error());
+  auto cost = api::load_cost_model(input->cluster, cmd.profile);
+  if (!cost) return report(cost.error());
+  auto html = api::report_html(*input, *cost, cmd.run, registry);
+  if (!html) return report(html.error().with_context("in plan file '" + cmd.plan + "'"));
+  auto st = write_file_atomic(cmd.output, *html);
+  if (!st) return report(st.error());
+  std::printf("wrote %s\n", cmd.output.c_str());
   return 0;
 }
 
