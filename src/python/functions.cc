@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "api/evaluate.h"
+#include "api/html.h"
 #include "api/plan_search.h"
 #include "api/run.h"
 #include "cluster/presets.h"
@@ -169,23 +170,41 @@ void bind_planning(py::module_& m) {
       [](std::shared_ptr<api::ModelInput> model, std::shared_ptr<ClusterInput> cluster,
          std::vector<std::string> algos, std::optional<double> budget_seconds,
          std::optional<std::int64_t> budget_iterations, std::string const& profile,
-         py::kwargs options) -> py::object {
+         std::string const& html, py::kwargs options) -> py::object {
         auto request = search_request("", 0, budget_seconds, budget_iterations, options);
         std::string json;
         {
           py::gil_scoped_release release;
           auto cost = unwrap(api::load_cost_model(cluster->cluster, profile));
-          auto rows = unwrap(
-              api::compare(*model, cost, cluster->spec, std::move(algos), request, registry()));
+          std::vector<plan::Plan> plans;
+          auto rows = unwrap(api::compare(*model, cost, cluster->spec, std::move(algos), request,
+                                          registry(), &plans));
+          if (!html.empty())
+            unwrap(write_file_atomic(html, unwrap(api::compare_html(*model, cluster->spec, cost,
+                                                                    plans, rows, registry()))));
           json = report::rows_to_json(model->label, cluster->spec, rows);
         }
         return from_json(json)["plans"];
       },
       "every algorithm of ALGOS (default all) side by side: a list of dicts as `cleave compare "
-      "--json` prints them; an option applies to each algorithm that declares it",
+      "--json` prints them, and the HTML page of them all to HTML if given; an option applies to "
+      "each algorithm that declares it",
       py::arg("model"), py::arg("cluster"), py::arg("algos") = std::vector<std::string>{},
       py::arg("budget_seconds") = py::none(), py::arg("budget_iterations") = py::none(),
-      py::arg("profile") = "");
+      py::arg("profile") = "", py::arg("html") = "");
+  m.def(
+      "report",
+      [](PlanBundle const& in, std::string const& output, std::string const& run_trace,
+         std::string const& profile) {
+        py::gil_scoped_release release;
+        api::PlanInput input{in.plan, *in.model, in.cluster->cluster};
+        auto cost = unwrap(api::load_cost_model(input.cluster, profile));
+        unwrap(write_file_atomic(output,
+                                 unwrap(api::report_html(input, cost, run_trace, registry()))));
+      },
+      "write the plan's self-contained HTML page (`cleave report`) to OUTPUT; RUN_TRACE: a "
+      "measured Chrome trace of it (run(..., trace=...)) drawn beside the simulated timeline",
+      py::arg("plan_input"), py::arg("output"), py::arg("run_trace") = "", py::arg("profile") = "");
   m.def(
       "simulate",
       [](PlanBundle const& in, std::string const& trace, std::string const& profile) {

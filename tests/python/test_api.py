@@ -81,6 +81,21 @@ class Figures(unittest.TestCase):
         for py_row, cli_row in zip(rows, cli_rows):
             self.assert_same_figures(py_row, cli_row)
 
+    def test_report_and_compare_write_html(self):
+        page = os.path.join(self.dir.name, "report.html")
+        trace = os.path.join(self.dir.name, "run_trace.json")
+        plan_input = cleave.load_plan_input(self.plan_path)
+        cleave.run(plan_input, trace=trace)
+        cleave.report(plan_input, page, run_trace=trace)
+        with open(page, encoding="utf-8") as f:
+            self.assertIn('"label":"measured"', f.read())
+        page = os.path.join(self.dir.name, "compare.html")
+        rows = cleave.compare(self.model, self.cluster, ["single", "tofu"], html=page)
+        with open(page, encoding="utf-8") as f:
+            data = f.read()
+        for row in rows:
+            self.assertIn('"title":"%s"' % row["algorithm"], data)
+
     def test_run_matches_the_cli(self):
         cli_run = cli_json("run", self.plan_path, "--steps", "2", "--seed", "3", "--check")
         run = cleave.run(cleave.load_plan_input(self.plan_path), steps=2, seed=3, check=True)
