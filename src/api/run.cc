@@ -1,11 +1,13 @@
 #include "api/run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "api/evaluate.h"
 #include "runtime/comm_backend.h"
 #include "runtime/kernels/kernel.h"
+#include "support/progress_line.h"
 
 namespace cleave::api {
 
@@ -46,6 +48,16 @@ Expected<RunOutcome> run_plan(PlanInput const& input, RunRequest const& request,
   config.exec.backend = request.backend ? request.backend : &in_process;
   config.exec.fail_op = request.fail_op;
   if (request.check) config.exec.capture = runtime::checked_tensors(model.training, loss);
+  if (auto line = request.progress ? ProgressLine::on_terminal(request.progress) : nullptr) {
+    auto start = std::chrono::steady_clock::now();
+    config.on_step = [line, start, steps = request.steps](int done) {
+      if (done == steps) return line->clear();
+      Seconds elapsed(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      line->show(elapsed, "running: step " + std::to_string(done) + " of " + std::to_string(steps) +
+                              " done");
+    };
+  }
   auto run = runtime::run_training(executor, config);
   if (!run) return std::move(run).error().with_context("running the plan");
   out.run = std::move(*run);

@@ -4,6 +4,7 @@
 // an optional check against the unpartitioned graph (docs/runtime.md).
 #pragma once
 
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,7 @@ struct RunRequest {
   std::string profile;                              // cleave.profile/1 table for the prediction
   runtime::CommBackend* backend = nullptr;          // null: the in-process backend
   std::string backend_name = "in-process backend";  // how the measured collectives ran
+  std::FILE* progress = nullptr;  // a line "running: step 3 of 10" here when it is a terminal
 };
 
 struct RunOutcome {

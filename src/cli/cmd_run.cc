@@ -69,6 +69,7 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   request.tolerance = cmd.tolerance;
   request.fail_op = cmd.fail_op;
   request.profile = cmd.profile;
+  request.progress = stderr;
   auto out = api::run_plan(*input, request, registry, cmd.training.loss);
   if (!out) return report(out.error().with_context("in plan file '" + cmd.plan + "'"));
   if (!cmd.trace.empty()) {

@@ -90,6 +90,7 @@ py::object run(PlanBundle const& in, int steps, std::uint64_t seed, bool check, 
   request.check = check;
   request.tolerance = tolerance;
   request.profile = profile;
+  request.progress = stderr;
   api::PlanInput input{in.plan, *in.model, in.cluster->cluster};
   std::string json;
   {
