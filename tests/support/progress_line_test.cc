@@ -1,6 +1,6 @@
-#include "support/progress_line.h"
-
 #include <gtest/gtest.h>
+
+#include "support/progress_line.h"
 
 namespace cleave {
 namespace {
