@@ -1,5 +1,6 @@
 // The functions of the Python module: thin shells over src/api, returning what the CLI's --json
 // prints as Python dicts (so that the figures are the same by construction).
+#include <atomic>
 #include <cstdio>
 
 #include "api/evaluate.h"
@@ -50,7 +51,26 @@ api::SearchRequest search_request(std::string algorithm, std::uint64_t seed,
   r.budget.iterations = budget_iterations;
   for (auto const& [key, value] : options)
     r.options.emplace_back(key.cast<std::string>(), option_text(value));
-  r.progress = search::terminal_progress(stderr);
+  // Ctrl-C stops a search as in the CLI, with the best plan so far (marked interrupted): Python
+  // only notes a signal while the search runs without the GIL, so the search's progress reports
+  // ask it, at most every 0.1 s, and set the budget's stop flag.
+  struct Interrupt {
+    std::atomic<bool> stop{false};
+    Seconds checked{0};
+  };
+  auto interrupt = std::make_shared<Interrupt>();
+  r.budget.stop = &interrupt->stop;
+  r.progress = [terminal = search::terminal_progress(stderr),
+                interrupt](search::Progress const& p) {
+    if (terminal) terminal(p);
+    if (p.done || p.elapsed < interrupt->checked + Seconds(0.1)) return;
+    interrupt->checked = p.elapsed;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      PyErr_Clear();
+      interrupt->stop = true;
+    }
+  };
   return r;
 }
 

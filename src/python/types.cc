@@ -114,6 +114,8 @@ void bind_plan(py::module_& m) {
       .def_property_readonly("algorithm",
                              [](plan::Plan const& p) { return p.provenance.algorithm; })
       .def_property_readonly("config", [](plan::Plan const& p) { return p.provenance.config; })
+      .def_property_readonly("interrupted",
+                             [](plan::Plan const& p) { return p.provenance.interrupted; })
       .def_property_readonly("has_order", [](plan::Plan const& p) { return !p.order.empty(); })
       .def(
           "clear_order",

@@ -5,7 +5,9 @@ PYTHONPATH=build/python and CLEAVE_BINARY set."""
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -144,6 +146,37 @@ class Editing(unittest.TestCase):
             plan_input.plan.save(saved)
             with open(saved, encoding="utf-8") as f:
                 self.assertEqual(json.load(f)["ops"][op], {"degrees": degrees, "devices": [1, 0]})
+
+
+# A search that cannot finish within the test: only Ctrl-C ends it early. The test sends one
+# SIGINT per "ready"; one that lands before the search has begun raises KeyboardInterrupt in
+# Python, and the child says "ready" again.
+INTERRUPTED_CHILD = """
+import cleave, json
+model = cleave.load_model("mlp:layers=4,hidden=64,input=32,classes=8,batch=32")
+cluster = cleave.load_cluster("cpu:devices=4")
+while True:
+    try:
+        print("ready", flush=True)
+        plan = cleave.plan(model, cluster, "flexflow", budget_seconds=120,
+                           budget_iterations=1000000000)
+        break
+    except KeyboardInterrupt:
+        pass
+print(json.dumps({"interrupted": plan.interrupted, "algorithm": plan.algorithm}), flush=True)
+"""
+
+
+class Interrupt(unittest.TestCase):
+    def test_ctrl_c_stops_a_search_with_its_best_plan(self):
+        with subprocess.Popen([sys.executable, "-c", INTERRUPTED_CHILD], stdout=subprocess.PIPE,
+                              text=True) as child:
+            line = child.stdout.readline().strip()
+            while line == "ready":
+                child.send_signal(signal.SIGINT)
+                line = child.stdout.readline().strip()
+            self.assertEqual(child.wait(timeout=60), 0)
+        self.assertEqual(json.loads(line), {"interrupted": True, "algorithm": "flexflow"})
 
 
 class Errors(unittest.TestCase):
