@@ -3,8 +3,9 @@
 # only what is missing. oneDNN is the runtime's kernels (its CMake config needs the OpenCL
 # headers); libonnx + protobuf the importer; python3-torch/torchvision/onnx export the importer's
 # test models; clang + its runtime build the importer's fuzz target (libFuzzer); METIS the
-# mincut search's partitioner; Open MPI the runtime's MPI backend (`cleave run --backend mpi`, its
-# tests run mpirun).
+# mincut search's partitioner; pybind11 the Python module; chromium opens `cleave report`'s HTML in
+# its test (headless); Open MPI the runtime's MPI backend (`cleave run --backend mpi`, its tests
+# run mpirun).
 set -euo pipefail
 
 PACKAGES=(
@@ -17,6 +18,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   libmetis-dev
   openmpi-bin libopenmpi-dev
+  python3-dev pybind11-dev python3-pybind11
+  chromium
 )
 
 missing=()

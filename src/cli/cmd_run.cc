@@ -3,11 +3,95 @@
 // data; the measured step time, its breakdown per device, peak memory against the simulator's
 // prediction, an optional measured trace and an optional check against the unpartitioned graph
 // (docs/runtime.md). `--backend mpi` runs it over MPI instead (cmd_run_mpi.cc).
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "api/run.h"
 #include "cli/commands.h"
-#include "cli/run_common.h"
-#include "runtime/comm_backend.h"
+#include "support/file_io.h"
+#include "support/format_bytes.h"
 
 namespace cleave::cli {
+namespace {
+
+// "1.25 ms", "830 us", "2.50 s".
+std::string format_seconds(double s) {
+  if (s >= 1) return fmt::format("{:.2f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.0f} us", s * 1e6);
+}
+
+std::string to_text(api::PlanInput const& in, RunCommand const& cmd, api::RunRequest const& request,
+                    api::RunOutcome const& out) {
+  auto const& last = out.run.steps.back();
+  double mean = 0;
+  for (auto const& s : out.run.steps)
+    mean += s.step_s / static_cast<double>(out.run.steps.size());
+  std::string text =
+      fmt::format("model      {}\ncluster    {}\nplan       {} ({})\n", in.model.label,
+                  in.plan.cluster, cmd.plan, in.plan.provenance.algorithm);
+  text += fmt::format("backend    {}\n", request.backend_name);
+  text += fmt::format("steps      {} (synthetic data, seed {})\n", out.run.steps.size(), cmd.seed);
+  text +=
+      fmt::format("step time  {} (last step; mean {}; simulated {})\n", format_seconds(last.step_s),
+                  format_seconds(mean), format_seconds(out.prediction.step_time_s));
+  auto loss = out.run.last.find(cmd.training.loss);
+  if (loss != out.run.last.end() && loss->second.size() == 1)
+    text += fmt::format("loss       {:.6g}\n", loss->second[0]);
+  text += fmt::format("\n{:<10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12} {:>8} {:>8}\n", "device",
+                      "compute", "comm", "idle", "peak mem", "sim peak", "capacity", "kernels",
+                      "interp");
+  for (std::size_t d = 0; d < last.devices.size(); ++d) {
+    auto const& s = last.devices[d];
+    text += fmt::format("{:<10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12} {:>8} {:>8}\n",
+                        in.cluster.devices()[d].name, format_seconds(s.compute_s),
+                        format_seconds(s.comm_s), format_seconds(s.idle_s), format_bytes(s.peak),
+                        format_bytes(Bytes(out.prediction.peak_memory_bytes[d])),
+                        format_bytes(s.capacity), s.kernel_tasks, s.interpreted_tasks);
+  }
+  if (out.check) {
+    auto const& c = *out.check;
+    text += fmt::format("\ncheck      max relative error {:.3g} ({}) {} tolerance {:.3g}: {}\n",
+                        c.max_relative_error, c.worst, c.passed ? "<=" : ">", c.tolerance,
+                        c.passed ? "passed" : "FAILED");
+  }
+  if (!cmd.trace.empty()) text += fmt::format("\nwrote {}\n", cmd.trace);
+  return text;
+}
+
+}  // namespace
+
+int finish_run(api::PlanInput const& input, RunCommand const& cmd, api::RunRequest const& request,
+               api::RunOutcome const& out) {
+  if (!cmd.trace.empty()) {
+    auto st = write_file_atomic(
+        cmd.trace, report::chrome_trace(input.model.training, out.program, out.timeline));
+    if (!st) return report(st.error());
+  }
+  std::string text = cmd.json ? api::run_to_json(input, request, out, cmd.training.loss)
+                              : to_text(input, cmd, request, out);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (out.check && !out.check->passed)
+    return report(
+        Error(ErrorCode::execution_failed,
+              fmt::format("the partitioned run differs from the unpartitioned graph: "
+                          "max relative error {:.3g} in tensor '{}' exceeds the "
+                          "tolerance {:.3g}",
+                          out.check->max_relative_error, out.check->worst, out.check->tolerance)));
+  return 0;
+}
+
+api::RunRequest run_request(RunCommand const& cmd) {
+  api::RunRequest request;
+  request.steps = cmd.steps;
+  request.seed = cmd.seed;
+  request.check = cmd.check;
+  request.tolerance = cmd.tolerance;
+  request.fail_op = cmd.fail_op;
+  request.profile = cmd.profile;
+  request.progress = stderr;
+  return request;
+}
 
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   if (cmd.backend == "mpi") {
@@ -22,19 +106,12 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   if (cmd.backend != "in-process")
     return report(Error(ErrorCode::invalid_argument,
                         "--backend must be in-process or mpi, not '" + cmd.backend + "'"));
-  auto setup = prepare_run(registry, cmd);
-  if (!setup) return report(setup.error());
-  auto executor = runtime::Executor::create(setup->input.model.training, std::move(setup->program),
-                                            registry, setup->devices);
-  if (!executor) return report(executor.error());
-  auto kernels = runtime::KernelRegistry::with_builtins();
-  auto config = training_config(cmd, setup->input.model.training, *kernels);
-  runtime::InProcessBackend backend;
-  config.exec.backend = &backend;
-  auto run = runtime::run_training(*executor, config);
-  if (!run) return report(run.error().with_context("running plan '" + cmd.plan + "'"));
-  RunOutcome out{std::move(*run), setup->prediction, {}, "in-process", {}};
-  return finish_run(registry, cmd, *setup, executor->program(), config, out);
+  auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
+  if (!input) return report(input.error());
+  auto request = run_request(cmd);
+  auto out = api::run_plan(*input, request, registry, cmd.training.loss);
+  if (!out) return report(out.error().with_context("in plan file '" + cmd.plan + "'"));
+  return finish_run(*input, cmd, request, *out);
 }
 
 }  // namespace cleave::cli

@@ -3,12 +3,14 @@
 // next step and the report need (runtime/mpi/step_sharing.h); rank 0 runs the check, writes the
 // trace (a process per rank) and prints. A rank that fails prints its error, naming itself, and
 // ends the whole job (MPI_Abort); docs/runtime.md "Over MPI".
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
 
+#include "api/evaluate.h"
+#include "api/run.h"
 #include "cli/commands.h"
-#include "cli/run_common.h"
 #include "runtime/mpi/mpi_backend.h"
 #include "runtime/mpi/step_sharing.h"
 
@@ -77,37 +79,66 @@ class KillingBackend final : public runtime::CommBackend {
   session.abort_job(1);
 }
 
+// The plan evaluated (the program every rank lowers alike, and the prediction); --fail-op's op
+// checked.
+Expected<sim::Evaluation> evaluate_plan(api::PlanInput const& input, RunCommand const& cmd,
+                                        ops::OpRegistry const& registry) {
+  auto const& ops = input.model.training.ops();
+  if (!cmd.fail_op.empty() && std::none_of(ops.begin(), ops.end(), [&](ir::Op const& op) {
+        return op.name == cmd.fail_op;
+      }))
+    return Error(ErrorCode::not_found,
+                 "--fail-op: the model has no op named '" + cmd.fail_op + "'");
+  CLEAVE_TRY(auto cost, api::load_cost_model(input.cluster, cmd.profile));
+  return api::evaluate(input.model, input.plan, cost, registry);
+}
+
 }  // namespace
 
 int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
   auto session = mpi::Session::start();
   if (!session) return report(session.error());
   int rank = session->rank();
-  // Errors before the steps are the same on every rank (each loads the same plan): rank 0
-  // prints them and all leave; one rank's own failure makes all leave.
-  auto setup = prepare_run(registry, cmd);
-  Status st =
-      setup ? mpi::check_job(setup->program.num_devices, session->size(), cmd.devices_per_rank)
-            : Status(setup.error());
   auto print = [](Error const& e) { report(e); };
+  // Errors before the steps are mostly the same on every rank (each loads the same plan): printed
+  // once, and every rank leaves if any fails.
+  auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
+  auto evaluation =
+      input ? evaluate_plan(*input, cmd, registry) : Expected<sim::Evaluation>(input.error());
+  if (input && !evaluation) evaluation.error().with_context("in plan file '" + cmd.plan + "'");
+  Status st = evaluation ? mpi::check_job(evaluation->program.num_devices, session->size(),
+                                          cmd.devices_per_rank)
+                         : Status(evaluation.error());
   if (!session->agree(st, print)) return 1;
-  auto const& graph = setup->input.model.training;
-  auto devices = mpi::devices_of_rank(rank, cmd.devices_per_rank);
+  auto const& graph = input->model.training;
+  auto const& prediction = evaluation->prediction;
+  std::vector<runtime::DeviceInfo> devices;
+  for (auto const& d : input->cluster.devices())
+    devices.push_back({d.name, d.memory});
+  auto mine = mpi::devices_of_rank(rank, cmd.devices_per_rank);
   if (cmd.oom_rank == rank)
-    for (int d : devices)
-      setup->devices[static_cast<std::size_t>(d)].capacity =
-          Bytes(setup->prediction.peak_memory_bytes[static_cast<std::size_t>(d)] / 2);
+    for (int d : mine)
+      devices[static_cast<std::size_t>(d)].capacity =
+          Bytes(prediction.peak_memory_bytes[static_cast<std::size_t>(d)] / 2);
   auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cmd.comm_timeout_s * 1e3));
-  auto backend = mpi::Backend::create({*session, setup->program, cmd.devices_per_rank, timeout});
-  auto executor = backend
-                      ? runtime::Executor::create(graph, setup->program, registry, setup->devices)
-                      : Expected<runtime::Executor>(backend.error());
+  auto backend =
+      mpi::Backend::create({*session, evaluation->program, cmd.devices_per_rank, timeout});
+  auto executor = backend ? runtime::Executor::create(graph, evaluation->program, registry, devices)
+                          : Expected<runtime::Executor>(backend.error());
   if (!session->agree(executor ? Status::ok() : Status(executor.error()), print)) return 1;
+  auto request = run_request(cmd);
+  request.backend_name = fmt::format("mpi ({} ranks, {} device{} per rank)", session->size(),
+                                     cmd.devices_per_rank, cmd.devices_per_rank == 1 ? "" : "s");
   auto kernels = runtime::KernelRegistry::with_builtins();
-  auto config = training_config(cmd, graph, *kernels);
+  runtime::TrainingConfig config;
+  config.steps = cmd.steps;
+  config.seed = cmd.seed;
+  config.exec.kernels = kernels.get();
+  config.exec.fail_op = cmd.fail_op;
+  if (cmd.check) config.exec.capture = runtime::checked_tensors(graph, cmd.training.loss);
   KillingBackend killing(**backend, rank);
   config.exec.backend = &killing;
-  config.exec.devices = devices;
+  config.exec.devices = mine;
   mpi::StepSharing sharing{*session, **backend, graph,
                            mpi::shared_tensors(graph, cmd.training.loss, config.exec.capture)};
   int steps_done = 0;
@@ -117,17 +148,26 @@ int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
     return Status::ok();
   };
   if (cmd.steps == 1 && cmd.kill_rank == rank) killing.arm();
-  MPI_Barrier(MPI_COMM_WORLD);  // the first step's spans start together
+  MPI_Barrier(MPI_COMM_WORLD);  // the first step's ranks start together
   auto run = runtime::run_training(*executor, config);
   if (!run) end_job(*session, run.error().with_context("running plan '" + cmd.plan + "'"), cmd);
   if (rank != 0) return 0;
-  RunOutcome out{std::move(*run), setup->prediction, {}, "", {}};
-  out.backend = fmt::format("mpi ({} ranks, {} device{} per rank)", session->size(),
-                            cmd.devices_per_rank, cmd.devices_per_rank == 1 ? "" : "s");
-  for (int d = 0; d < setup->program.num_devices; ++d)
-    out.rank_of_device.push_back(d / cmd.devices_per_rank);
-  config.exec.backend = nullptr;  // the check's reference brings its own
-  return finish_run(registry, cmd, *setup, executor->program(), config, out);
+  api::RunOutcome out;
+  out.run = std::move(*run);
+  out.prediction = prediction;
+  out.program = executor->program();
+  if (cmd.check) {
+    config.exec.backend = nullptr;  // the reference, run here, brings its own
+    auto check = runtime::check_against_reference(graph, registry, out.run, config,
+                                                  cmd.training.loss, cmd.tolerance);
+    if (!check) return report(check.error().with_context("checking against the reference"));
+    out.check = std::move(*check);
+  }
+  out.timeline = report::measured_timeline(graph, out.program, out.run.steps.back().spans,
+                                           request.backend_name);
+  for (int d = 0; d < out.program.num_devices; ++d)
+    out.timeline.rank_of_device.push_back(d / cmd.devices_per_rank);
+  return finish_run(*input, cmd, request, out);
 }
 
 }  // namespace cleave::cli

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/model_input.h"
+#include "api/run.h"
 #include "ops/op_registry.h"
 
 namespace cleave::cli {
@@ -103,9 +104,20 @@ struct CompareCommand {
   std::string measure;             // --measure FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   SearchFlags search;  // an option applies to every compared algorithm that declares it
+  std::string html;    // empty: no HTML report; else the plans side by side (docs/report.md)
   bool json = false;
 };
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
+
+struct ReportCommand {
+  std::string plan;     // a cleave.plan/2 file; its model and cluster are rebuilt from it
+  std::string run;      // empty: none; else a run's Chrome trace (cleave run --trace)
+  std::string output;   // the HTML file
+  std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
+  api::TrainingFlags training;
+};
+// One self-contained HTML page of the plan (docs/report.md).
+int run_report(ops::OpRegistry const& registry, ReportCommand const& cmd);
 
 struct RunCommand {
   std::string plan;         // a cleave.plan/2 file; its model and cluster are rebuilt from it
@@ -131,6 +143,11 @@ struct RunCommand {
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd);
 // `cleave run --backend mpi`, on every rank (cmd_run_mpi.cc; built where MPI is found).
 int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd);
+// What run_run does with the command, and once the steps ran (on rank 0 over MPI): the trace,
+// the report (text or cleave.run/1) and the check's verdict as the exit code.
+api::RunRequest run_request(RunCommand const& cmd);
+int finish_run(api::PlanInput const& input, RunCommand const& cmd, api::RunRequest const& request,
+               api::RunOutcome const& out);
 
 struct CalibrateCommand {
   std::string cluster = "cpu:devices=2";  // the cpu preset: how many cores act as devices

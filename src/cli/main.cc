@@ -25,6 +25,7 @@ struct Options {
   cli::PlanCommand plan;
   cli::SimulateCommand simulate;
   cli::CompareCommand compare;
+  cli::ReportCommand report;
   cli::RunCommand run;
   cli::CalibrateCommand calibrate;
 };
@@ -130,7 +131,7 @@ void add_model_commands(CLI::App& app, Options& o) {
   add_training(import, o.import.training);
 }
 
-// plan, simulate, compare.
+// plan, simulate, compare, report.
 void add_plan_commands(CLI::App& app, Options& o) {
   auto* plan = app.add_subcommand("plan", "make a plan for a model on a cluster and evaluate it");
   plan->add_option("model", o.plan.model, model_help)->required();
@@ -165,10 +166,25 @@ void add_plan_commands(CLI::App& app, Options& o) {
   compare->add_option("--algos", o.compare.algos, "algorithms, comma separated (default: all)")
       ->delimiter(',');
   compare->add_flag("--json", o.compare.json, "print cleave.compare/1 JSON");
+  compare->add_option("--html", o.compare.html,
+                      "also write the plans side by side as one self-contained HTML page "
+                      "(docs/report.md)");
   compare->add_option("--profile", o.compare.profile, profile_help);
   compare->add_option("--measure", o.compare.measure, measure_help);
   add_training(compare, o.compare.training);
   add_search(compare, o.compare.search);
+
+  auto* report = app.add_subcommand(
+      "report", "write a saved plan as one self-contained HTML page: timeline and memory per "
+                "device, what overflows and what would fix it, communication per link, the plan "
+                "per op (docs/report.md)");
+  report->add_option("plan", o.report.plan, "a cleave.plan/2 file")->required();
+  report->add_option("--run", o.report.run,
+                     "a measured Chrome trace of the plan (cleave run PLAN --trace RUN.json), "
+                     "drawn beside the simulated timeline");
+  report->add_option("-o,--output", o.report.output, "the HTML file to write")->required();
+  report->add_option("--profile", o.report.profile, profile_help);
+  add_training(report, o.report.training);
 }
 
 // run, calibrate.
@@ -244,6 +260,7 @@ int dispatch(CLI::App const& app, ops::OpRegistry const& registry, Options const
   if (app.got_subcommand("plan")) return cli::run_plan(registry, o.plan);
   if (app.got_subcommand("simulate")) return cli::run_simulate(registry, o.simulate);
   if (app.got_subcommand("compare")) return cli::run_compare(registry, o.compare);
+  if (app.got_subcommand("report")) return cli::run_report(registry, o.report);
   if (app.got_subcommand("run")) return cli::run_run(registry, o.run);
   if (app.got_subcommand("calibrate")) return cli::run_calibrate(registry, o.calibrate);
   return cli::run_check_graph(registry, o.check_graph);

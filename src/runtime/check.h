@@ -31,6 +31,7 @@ struct TrainingConfig {
   // theirs before it is read (runtime/mpi: the timings, and the values of every tensor the next
   // step or the check reads).
   std::function<Status(StepResult&)> complete_step;
+  std::function<void(int done)> on_step = {};  // after each step (a progress display); may be empty
 };
 
 struct TrainingRun {
