@@ -75,6 +75,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--output", default="bench/results/rebalance.md")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     work = tempfile.mkdtemp(prefix="cleave_rebalance_")
     path = lambda name: os.path.join(work, name)
 
@@ -128,7 +129,8 @@ def main():
         f"threshold (1.1 for the mispriced plan; 100, never, for the correct one), step "
         f"{MEASURED + 2} a warm-up, steps {MEASURED + 3}-{STEPS} counted; `--check` on the last "
         f"step of each plan. Step times are medians of the steps named, in ms; imbalance is the "
-        f"busiest device's compute time over the devices' mean. Rounds alternate the two runs.",
+        f"busiest device's compute time over the devices' mean. Rounds alternate the two runs. "
+        f"Load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after.",
         "",
         "Plans as made, simulated with the correct profile: correct "
         f"{ms(sim_correct[0])} ms a step, imbalance {sim_correct[1]:.3f}; mispriced "
