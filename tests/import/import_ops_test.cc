@@ -168,6 +168,35 @@ TEST(ImportOps, TriluMaskFoldsAndEinsumWithAnImplicitOutput) {
   EXPECT_TRUE(f.find_tensor("masked.mask").has_value());
 }
 
+// GELU's tanh form as PyTorch 1.13 writes it (F.gelu(x, approximate="tanh")): one gelu op.
+TEST(ImportOps, TanhGeluIsFused) {
+  auto m = model_with_input("x", {2, 8});
+  auto* g = m.mutable_graph();
+  add_constant(g, "c3", {}, {0.044715}, true);
+  add_constant(g, "k", {}, {0.7978845608028654}, true);
+  add_constant(g, "one", {}, {1}, true);
+  add_constant(g, "half", {}, {0.5}, true);
+  add_node(g, "Mul", {"x", "x"}, {"sq"});
+  add_node(g, "Mul", {"x", "sq"}, {"cube"});
+  add_node(g, "Mul", {"c3", "cube"}, {"c3x3"});
+  add_node(g, "Add", {"x", "c3x3"}, {"inner"});
+  add_node(g, "Mul", {"k", "inner"}, {"z"});
+  add_node(g, "Tanh", {"z"}, {"t"});
+  add_node(g, "Add", {"one", "t"}, {"a"});
+  add_node(g, "Mul", {"x", "a"}, {"xa"});
+  add_node(g, "Mul", {"xa", "half"}, {"y"});
+  add_tensor_value(g->add_output(), "y", {2, 8});
+  auto r = registry();
+  auto imported = import_and_train(m, *r);
+  ASSERT_TRUE(imported.has_value()) << imported.error().to_string();
+  auto c = op_counts(imported->forward);
+  EXPECT_EQ(c["gelu"], 1);
+  EXPECT_EQ(c["tanh"] + c["mul"] + c["add"], 0);
+  auto const& f = imported->forward;
+  EXPECT_EQ(f.op(f.producer(*f.find_tensor("y"))).attrs.get_string("approximate", ""), "tanh");
+  EXPECT_EQ(imported->stats.fused, 1);
+}
+
 // GoogLeNet and Inception v3 in training mode have auxiliary classifiers as further outputs:
 // the loss is the sum of each output's cross-entropy, with one labels input for them all.
 TEST(ImportOps, EveryOutputAddsItsCrossEntropy) {
