@@ -116,6 +116,11 @@ def models():
                                                                                   **kwargs)
         batch = BATCH if side < 224 else LARGE_IMAGE_BATCH
         out[name] = (make, lambda side=side, batch=batch: torch.randn(batch, 3, side, side))
+    # A small ViT (the family's code, two layers of width 64) for `cleave run --check`, which on
+    # vit_b_16's 86M parameters takes half a minute.
+    out["vit_small"] = (lambda: torchvision.models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128),
+        lambda: torch.randn(BATCH, 3, 32, 32))
     out["torch_encoder"] = (TorchEncoder, lambda: torch.randn(BATCH, 16, 64))
     out["torch_decoder"] = (TorchDecoder, lambda: torch.randint(0, 100, (BATCH, 16)))
     return out
