@@ -74,8 +74,8 @@ TEST_P(CoverageCheck, TofuPlanOnTwoCpusPassesTheRuntimeCheck) {
 
 // Five torchvision families and PyTorch's decoder. MobileNet v3, EfficientNet, MobileNetV2,
 // ShuffleNet and DenseNet at 32x32 differ from the reference by 1-5e-4 in batch norm gradients,
-// over the 1e-4 tolerance: their inverted residual blocks (1x1 conv, batch norm, depthwise conv,
-// batch norm) do so with no op this import added (docs/import.md, "Coverage").
+// over the 1e-4 tolerance, as do small models with none of the ops added for them (two batch
+// norms around a convolution; docs/import.md, "Coverage").
 INSTANTIATE_TEST_SUITE_P(Families, CoverageCheck,
                          ::testing::Values("resnet18", "squeezenet1_0", "regnet_y_400mf", "swin_t",
                                            "vit_small", "torch_decoder"));
