@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
+#include "cli/measure.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "ir/graph_json.h"
@@ -96,8 +97,9 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
-  auto cost = api::load_cost_model(*cluster, cmd.profile);
-  if (!cost) return report(cost.error());
+  auto pricing = load_pricing(*cluster, cmd.cluster, cmd.profile, cmd.measure, registry);
+  if (!pricing) return report(pricing.error());
+  auto const& cost = pricing->cost;
   auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
   auto settings = search_settings(cmd.search, cmd.seed);
@@ -112,7 +114,8 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   }
   std::vector<report::PlanRow> rows;
   rows.push_back(std::move(*row));
-  print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
+  print_rows(model->label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(*pricing); !st) return report(st.error());
   if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
   if (!p.provenance.interrupted) return 0;
   std::fprintf(stderr,
@@ -125,8 +128,9 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
   auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
   if (!input) return report(input.error());
   auto const& [p, model, cluster] = *input;
-  auto cost = api::load_cost_model(cluster, cmd.profile);
-  if (!cost) return report(cost.error());
+  auto pricing = load_pricing(cluster, p.cluster, cmd.profile, cmd.measure, registry);
+  if (!pricing) return report(pricing.error());
+  auto const& cost = pricing->cost;
   auto evaluation = api::evaluate(model, p, *cost, registry);
   if (!evaluation)
     return report(evaluation.error().with_context("in plan file '" + cmd.plan + "'"));
@@ -142,7 +146,8 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
   }
   std::vector<report::PlanRow> rows;
   rows.push_back(std::move(row));
-  print_rows(model.label, p.cluster, rows, cmd.profile, cmd.json);
+  print_rows(model.label, p.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(*pricing); !st) return report(st.error());
   return 0;
 }
 
@@ -152,8 +157,9 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
   std::vector<std::string> algos = cmd.algos.empty() ? search::algorithms() : cmd.algos;
-  auto cost = api::load_cost_model(*cluster, cmd.profile);
-  if (!cost) return report(cost.error());
+  auto pricing = load_pricing(*cluster, cmd.cluster, cmd.profile, cmd.measure, registry);
+  if (!pricing) return report(pricing.error());
+  auto const& cost = pricing->cost;
   auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
   auto settings = search_settings(cmd.search, /*seed=*/0);
@@ -168,7 +174,8 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
     if (!row) return report(row.error().with_context("in algorithm '" + a + "'"));
     rows.push_back(std::move(*row));
   }
-  print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
+  print_rows(model->label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(*pricing); !st) return report(st.error());
   return 0;
 }
 

@@ -32,6 +32,9 @@ struct Options {
 std::string const profile_help =
     "a cleave.profile/1 table of measured piece times and per-device calibrations that "
     "override the roofline (docs/formats.md)";
+std::string const measure_help =
+    "time each piece FILE (cleave.profile/1) lacks with this machine's CPU kernels as plans are "
+    "priced, and add it to FILE for later runs (cpu clusters; FlexFlow's measure-once)";
 std::string const model_help =
     "a zoo model NAME[:key=value,...] (`cleave models`), a cleave.graph/1 file (.json) or an "
     "ONNX model (.onnx)";
@@ -139,6 +142,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
   plan->add_option("--seed", o.plan.seed, "seed of randomised algorithms");
   plan->add_flag("--json", o.plan.json, "print cleave.compare/1 JSON");
   plan->add_option("--profile", o.plan.profile, profile_help);
+  plan->add_option("--measure", o.plan.measure, measure_help);
   add_training(plan, o.plan.training);
   add_search(plan, o.plan.search);
 
@@ -150,6 +154,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
                        "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
   simulate->add_flag("--json", o.simulate.json, "print cleave.compare/1 JSON");
   simulate->add_option("--profile", o.simulate.profile, profile_help);
+  simulate->add_option("--measure", o.simulate.measure, measure_help);
   add_training(simulate, o.simulate.training);
 
   auto* compare = app.add_subcommand(
@@ -161,6 +166,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
       ->delimiter(',');
   compare->add_flag("--json", o.compare.json, "print cleave.compare/1 JSON");
   compare->add_option("--profile", o.compare.profile, profile_help);
+  compare->add_option("--measure", o.compare.measure, measure_help);
   add_training(compare, o.compare.training);
   add_search(compare, o.compare.search);
 }
