@@ -8,6 +8,7 @@
 
 #include "api/run.h"
 #include "cli/commands.h"
+#include "plan/plan_json.h"
 #include "support/file_io.h"
 #include "support/format_bytes.h"
 
@@ -21,6 +22,32 @@ std::string format_seconds(double s) {
   return fmt::format("{:.0f} us", s * 1e6);
 }
 
+// What the scheduling assistant saw, did, and what the steps took before and after.
+std::string rebalance_text(api::RebalancedRun const& r, std::vector<std::string> const& names) {
+  std::string text = fmt::format("rebalance  {}\n", r.decision);
+  if (r.predicted_before_s && r.predicted_after_s)
+    text +=
+        fmt::format("           predicted with the measured times: {} -> {} a step\n",
+                    format_seconds(*r.predicted_before_s), format_seconds(*r.predicted_after_s));
+  for (auto const* phase : {&r.before, &r.after}) {
+    int last = phase->last_step;
+    text += fmt::format(
+        "{:<10} steps {}-{} ({}{}): step time {} (median of steps {}-{}), "
+        "imbalance {:.3f}",
+        phase == &r.before ? "before" : "after", phase->first_step, last,
+        phase->plan.provenance.algorithm, phase == &r.after && r.switched ? ", new plan" : "",
+        format_seconds(phase->step_s), phase->first_step + 1, last, phase->imbalance);
+    if (phase->check && phase == &r.before)
+      text += fmt::format(", check {:.3g} {}", phase->check->max_relative_error,
+                          phase->check->passed ? "passed" : "FAILED");
+    text += "\n           compute:";
+    for (std::size_t d = 0; d < phase->device_compute_s.size(); ++d)
+      text += fmt::format(" {} {}", names[d], format_seconds(phase->device_compute_s[d]));
+    text += "\n";
+  }
+  return text + "\n";
+}
+
 std::string to_text(api::PlanInput const& in, RunCommand const& cmd, api::RunRequest const& request,
                     api::RunOutcome const& out) {
   auto const& last = out.run.steps.back();
@@ -32,6 +59,12 @@ std::string to_text(api::PlanInput const& in, RunCommand const& cmd, api::RunReq
                   in.plan.cluster, cmd.plan, in.plan.provenance.algorithm);
   text += fmt::format("backend    {}\n", request.backend_name);
   text += fmt::format("steps      {} (synthetic data, seed {})\n", out.run.steps.size(), cmd.seed);
+  if (out.rebalance) {
+    std::vector<std::string> names;
+    for (auto const& d : in.cluster.devices())
+      names.push_back(d.name);
+    text += rebalance_text(*out.rebalance, names);
+  }
   text +=
       fmt::format("step time  {} (last step; mean {}; simulated {})\n", format_seconds(last.step_s),
                   format_seconds(mean), format_seconds(out.prediction.step_time_s));
@@ -68,16 +101,25 @@ int finish_run(api::PlanInput const& input, RunCommand const& cmd, api::RunReque
         cmd.trace, report::chrome_trace(input.model.training, out.program, out.timeline));
     if (!st) return report(st.error());
   }
+  if (!cmd.save_plan.empty()) {
+    auto st =
+        plan::save_plan(out.rebalance ? out.rebalance->after.plan : input.plan, cmd.save_plan);
+    if (!st) return report(st.error());
+  }
   std::string text = cmd.json ? api::run_to_json(input, request, out, cmd.training.loss)
                               : to_text(input, cmd, request, out);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  if (out.check && !out.check->passed)
-    return report(
-        Error(ErrorCode::execution_failed,
-              fmt::format("the partitioned run differs from the unpartitioned graph: "
-                          "max relative error {:.3g} in tensor '{}' exceeds the "
-                          "tolerance {:.3g}",
-                          out.check->max_relative_error, out.check->worst, out.check->tolerance)));
+  std::vector<runtime::CheckReport const*> checks;
+  if (out.rebalance && out.rebalance->before.check) checks.push_back(&*out.rebalance->before.check);
+  if (out.check) checks.push_back(&*out.check);
+  for (auto const* check : checks) {
+    if (check->passed) continue;
+    return report(Error(ErrorCode::execution_failed,
+                        fmt::format("the partitioned run differs from the unpartitioned graph: "
+                                    "max relative error {:.3g} in tensor '{}' exceeds the "
+                                    "tolerance {:.3g}",
+                                    check->max_relative_error, check->worst, check->tolerance)));
+  }
   return 0;
 }
 
@@ -90,11 +132,15 @@ api::RunRequest run_request(RunCommand const& cmd) {
   request.fail_op = cmd.fail_op;
   request.profile = cmd.profile;
   request.progress = stderr;
+  if (cmd.rebalance) request.rebalance = cmd.rebalance_options;
   return request;
 }
 
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   if (cmd.backend == "mpi") {
+    if (cmd.rebalance)
+      return report(Error(ErrorCode::unsupported,
+                          "--rebalance runs in one process: leave out --backend mpi"));
 #ifdef CLEAVE_HAVE_MPI
     return run_run_mpi(registry, cmd);
 #else
