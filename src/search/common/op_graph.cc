@@ -1,4 +1,4 @@
-#include "search/mincut/op_graph.h"
+#include "search/common/op_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "search/common/plan_util.h"
 #include "tdl/bound_op.h"
 
-namespace cleave::search::mincut {
+namespace cleave::search {
 namespace {
 
 cluster::DeviceId device_id(std::size_t d) {
@@ -161,6 +161,35 @@ Expected<OpGraph> build_op_graph(SearchContext const& ctx, std::vector<Split> co
   return std::move(b.out);
 }
 
+Status units_fit_some_device(SearchContext const& ctx, OpGraph const& graph) {
+  auto const& devices = ctx.cluster().devices();
+  auto largest = std::max_element(devices.begin(), devices.end(), [](auto const& a, auto const& b) {
+    return a.memory.value() < b.memory.value();
+  });
+  for (auto const& unit : graph.units) {
+    if (unit.bytes <= largest->memory.value()) continue;
+    auto const& op = ctx.graph.op(ir::OpId(unit.pieces.front().op));
+    return Error(ErrorCode::out_of_memory,
+                 "op '" + op.name + "' cannot be placed: it needs " + std::to_string(unit.bytes) +
+                     " bytes (the outputs it writes" +
+                     (unit.pieces.size() > 1 && unit.exclusive < 0
+                          ? " with the updates of the same weight"
+                          : "") +
+                     ", the weights and optimizer state it updates), more than any device holds "
+                     "(the largest, " +
+                     largest->name + ", " + std::to_string(largest->memory.value()) + " bytes)");
+  }
+  return Status::ok();
+}
+
+std::int64_t cut_bytes(OpGraph const& graph, std::vector<int> const& device) {
+  std::int64_t cut = 0;
+  for (std::size_t u = 0; u < graph.units.size(); ++u)
+    for (auto [v, w] : graph.edges[u])
+      if (u < v && device[u] != device[v]) cut += w;
+  return cut;
+}
+
 std::vector<double> device_speeds(SearchContext const& ctx, OpGraph const& graph) {
   std::vector<double> total(ctx.cluster().num_devices(), 0.0);
   for (auto const& op : graph.pieces)
@@ -210,4 +239,4 @@ Expected<std::vector<Split>> heavy_splits(SearchContext const& ctx, OpGraph cons
   return out;
 }
 
-}  // namespace cleave::search::mincut
+}  // namespace cleave::search

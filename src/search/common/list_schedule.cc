@@ -1,9 +1,11 @@
-#include "search/mincut/schedule.h"
+#include "search/common/list_schedule.h"
 
 #include <algorithm>
 #include <queue>
 
-namespace cleave::search::mincut {
+#include "search/common/plan_util.h"
+
+namespace cleave::search {
 namespace {
 
 cluster::DeviceId device_id(int d) {
@@ -87,4 +89,16 @@ std::vector<std::vector<plan::PieceRef>> list_schedule(SearchContext const& ctx,
   return order;
 }
 
-}  // namespace cleave::search::mincut
+plan::Plan placement_plan(SearchContext const& ctx, OpGraph const& graph,
+                          std::vector<int> const& device_of_unit) {
+  auto configs = graph.configs;
+  for (std::size_t op = 0; op < configs.size(); ++op)
+    for (std::size_t p = 0; p < configs[op].devices.size(); ++p)
+      configs[op].devices[p] = device_of_unit[graph.unit_of[op][p]];
+  auto p = plan_from_configs(ctx, std::move(configs), plan::FetchPolicy::shared, "");
+  p.num_devices = static_cast<int>(ctx.cluster().num_devices());
+  p.order = list_schedule(ctx, graph, device_of_unit);
+  return p;
+}
+
+}  // namespace cleave::search

@@ -1,4 +1,5 @@
-// The graph the mincut search partitions (docs/search_mincut.md): a vertex per placement unit
+// The op graph the placement searches work on (mincut partitions it, docs/search_mincut.md;
+// ParDNN slices and maps it, docs/search_pardnn.md): a vertex per placement unit
 // (search/common/memory_repair.h), weighted by its compute time and by the memory it holds (the
 // outputs it writes, the weights and optimizer state it keeps), and an edge per pair of units that
 // exchange tensors, weighted by the bytes they exchange. An op is one unit, except that a weight's
@@ -14,9 +15,9 @@
 #include "search/common/memory_repair.h"
 #include "search/common/search_context.h"
 
-namespace cleave::search::mincut {
+namespace cleave::search {
 
-// An op cut along its batch dimension before partitioning.
+// An op cut along its batch dimension before placing (mincut-split).
 struct Split {
   ir::OpId op;
   std::size_t dim = 0;  // the iteration dimension
@@ -41,6 +42,13 @@ struct OpGraph {
 
 Expected<OpGraph> build_op_graph(SearchContext const& ctx, std::vector<Split> const& splits);
 
+// A unit that holds more than the largest device's memory cannot be placed anywhere: an error
+// naming its op.
+Status units_fit_some_device(SearchContext const& ctx, OpGraph const& graph);
+
+// The bytes that cross devices in a placement (a device per unit; each edge once).
+std::int64_t cut_bytes(OpGraph const& graph, std::vector<int> const& device);
+
 // Per device, its speed relative to device 0: every piece's time on device 0 over that on it.
 std::vector<double> device_speeds(SearchContext const& ctx, OpGraph const& graph);
 
@@ -51,4 +59,4 @@ std::vector<double> device_speeds(SearchContext const& ctx, OpGraph const& graph
 Expected<std::vector<Split>> heavy_splits(SearchContext const& ctx, OpGraph const& whole,
                                           std::vector<double> const& speeds);
 
-}  // namespace cleave::search::mincut
+}  // namespace cleave::search
