@@ -78,7 +78,17 @@ TEST_P(PardnnPlans, KeepOpsWholeOrderEveryDeviceFitAndComputeWhatTheGraphCompute
     }
     EXPECT_NE(p->provenance.config.find("memory_moves=0"), std::string::npos)
         << p->provenance.config;
-    EXPECT_TRUE(c.predict(*p, cluster).fits);
+    auto prediction = c.predict(*p, cluster);
+    EXPECT_TRUE(prediction.fits);
+    // The bound that spares the memory step a simulation is above every simulated peak.
+    cost::CostModel cost(cluster);
+    auto op_graph = *build_op_graph(c.context(cost), {});
+    std::vector<int> device;
+    for (auto const& unit : op_graph.units)
+      device.push_back(p->ops[unit.pieces[0].op].devices[unit.pieces[0].piece]);
+    auto bound = memory_bound(op_graph, device, 4);
+    for (std::size_t d = 0; d < 4; ++d)
+      EXPECT_GE(bound[d], prediction.peak_memory_bytes[d]) << algo << " device " << d;
     auto program = lower::lower(c.graph, *p, *c.registry);
     ASSERT_TRUE(program.has_value());
     auto run = lower::run_reference(c.graph, *program, *c.registry, sources);

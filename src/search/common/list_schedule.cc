@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <queue>
 
-#include "search/common/plan_util.h"
-
 namespace cleave::search {
 namespace {
 
@@ -95,7 +93,10 @@ plan::Plan placement_plan(SearchContext const& ctx, OpGraph const& graph,
   for (std::size_t op = 0; op < configs.size(); ++op)
     for (std::size_t p = 0; p < configs[op].devices.size(); ++p)
       configs[op].devices[p] = device_of_unit[graph.unit_of[op][p]];
-  auto p = plan_from_configs(ctx, std::move(configs), plan::FetchPolicy::shared, "");
+  plan::Plan p;  // not plan_from_configs: the op graph has the fingerprint already
+  p.graph_fingerprint = graph.fingerprint;
+  p.ops = std::move(configs);
+  p.fetch = plan::FetchPolicy::shared;
   p.num_devices = static_cast<int>(ctx.cluster().num_devices());
   p.order = list_schedule(ctx, graph, device_of_unit);
   return p;

@@ -234,6 +234,16 @@ every_placement(SearchContext const& ctx, std::vector<PlacementUnit> const& unit
   }
 }
 
+// Whether every device's bound is within `usable` of its capacity.
+bool within(std::vector<std::int64_t> const& bound, cluster::Cluster const& cluster,
+            double usable) {
+  for (std::size_t d = 0; d < bound.size(); ++d)
+    if (static_cast<double>(bound[d]) >
+        usable * static_cast<double>(cluster.devices()[d].memory.value()))
+      return false;
+  return true;
+}
+
 }  // namespace
 
 Expected<Repaired> repair_memory(SearchContext const& ctx, std::vector<PlacementUnit> const& units,
@@ -248,6 +258,11 @@ Expected<Repaired> repair_memory(SearchContext const& ctx, std::vector<Placement
   // bounded by what a placement can need.
   std::size_t const max_rounds = 4 * units.size() + 1;
   for (std::size_t round = 0; round < max_rounds; ++round) {
+    if (options.bound && within(options.bound(device), cluster, options.usable)) {
+      CLEAVE_TRY(out.plan, plan_of(device));
+      out.device = std::move(device);
+      return out;
+    }
     CLEAVE_TRY(Simulated now, simulate(ctx, plan_of, device, options.usable));
     auto const& prediction = now.prediction;
     if (prediction.fits) {

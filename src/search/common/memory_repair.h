@@ -48,6 +48,9 @@ struct RepairOptions {
   // The fraction of each device's capacity the plan may use: ParDNN holds some back, since the
   // runtime's interleaving can keep a block longer than the simulated order does.
   double usable = 1.0;
+  // Per device, a bound on its peak under a placement (op_graph.h's memory_bound): where every
+  // device's is within what it may use, the plan fits without being simulated.
+  std::function<std::vector<std::int64_t>(std::vector<int> const& device)> bound;
 };
 
 // Moves units until the simulated plan fits every device, or an error naming the device that

@@ -49,7 +49,9 @@ struct Builder {
   Status price(std::vector<Split> const& splits) {
     auto const& g = ctx.graph;
     auto const& devices = ctx.cluster().devices();
-    out.configs = plan::single_device_plan(g, ctx.registry).ops;
+    auto single = plan::single_device_plan(g, ctx.registry);
+    out.configs = std::move(single.ops);
+    out.fingerprint = std::move(single.graph_fingerprint);
     out.pieces.resize(g.num_ops());
     piece_written.resize(g.num_ops());
     for (ir::OpId id : g.topo_order()) {
@@ -130,10 +132,15 @@ struct Builder {
   void make_edges() {
     auto const& g = ctx.graph;
     out.edges.resize(out.units.size());
+    out.source_reads.assign(out.units.size(), 0);
     for (auto const& op : g.ops()) {
       for (std::size_t i = 0; i < op.inputs.size(); ++i) {
         ir::OpId from = g.producer(op.inputs[i]);
         if (!from.valid()) from = out.update_of[op.inputs[i].value()];
+        if (!from.valid())
+          for (std::size_t p = 0; p < out.unit_of[op.id.value()].size(); ++p)
+            out.source_reads[out.unit_of[op.id.value()][p]] +=
+                out.pieces[op.id.value()][p].input_bytes[i];
         if (!from.valid() || from == op.id) continue;
         auto const& sources = out.unit_of[from.value()];
         for (std::size_t p = 0; p < out.unit_of[op.id.value()].size(); ++p) {
@@ -188,6 +195,18 @@ std::int64_t cut_bytes(OpGraph const& graph, std::vector<int> const& device) {
     for (auto [v, w] : graph.edges[u])
       if (u < v && device[u] != device[v]) cut += w;
   return cut;
+}
+
+std::vector<std::int64_t> memory_bound(OpGraph const& graph, std::vector<int> const& device,
+                                       std::size_t num_devices) {
+  std::vector<std::int64_t> bound(num_devices, 0);
+  for (std::size_t u = 0; u < graph.units.size(); ++u) {
+    auto& b = bound[static_cast<std::size_t>(device[u])];
+    b += graph.units[u].bytes + graph.source_reads[u];
+    for (auto [v, bytes] : graph.edges[u])
+      if (device[v] != device[u]) b += bytes;
+  }
+  return bound;
 }
 
 std::vector<double> device_speeds(SearchContext const& ctx, OpGraph const& graph) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "search/common/memory_repair.h"
@@ -38,6 +39,10 @@ struct OpGraph {
   std::vector<std::map<std::size_t, std::int64_t>> edges;  // per unit: neighbour -> bytes
   // The op that owns a source tensor (a weight or optimizer state): its update; invalid if none.
   std::vector<ir::OpId> update_of;
+  // Per unit, the bytes it reads of tensors that no op writes or keeps (data, labels, weights
+  // without an update): each device holds a copy of those its units read.
+  std::vector<std::int64_t> source_reads;
+  std::string fingerprint;  // the graph's, for the plans made of it
 };
 
 Expected<OpGraph> build_op_graph(SearchContext const& ctx, std::vector<Split> const& splits);
@@ -48,6 +53,13 @@ Status units_fit_some_device(SearchContext const& ctx, OpGraph const& graph);
 
 // The bytes that cross devices in a placement (a device per unit; each edge once).
 std::int64_t cut_bytes(OpGraph const& graph, std::vector<int> const& device);
+
+// Per device, more than its peak can be under any order (lower/lifetime.h's rule): everything its
+// units write, keep and read from sources, and every byte they exchange with units elsewhere, as if
+// all were live at once. Where it is under a device's capacity, no simulation is needed to know
+// that the placement fits there.
+std::vector<std::int64_t> memory_bound(OpGraph const& graph, std::vector<int> const& device,
+                                       std::size_t num_devices);
 
 // Per device, its speed relative to device 0: every piece's time on device 0 over that on it.
 std::vector<double> device_speeds(SearchContext const& ctx, OpGraph const& graph);

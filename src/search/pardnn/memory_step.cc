@@ -19,7 +19,9 @@ Expected<Repaired> fit_memory(SearchContext const& ctx, OpGraph const& graph, Li
   auto plan_of = [&](std::vector<int> const& d) -> Expected<plan::Plan> {
     return placement_plan(ctx, graph, d);
   };
-  RepairOptions options{transfer_cost(graph, links), 0.9};
+  RepairOptions options{transfer_cost(graph, links), 0.9, [&](std::vector<int> const& d) {
+                          return memory_bound(graph, d, ctx.cluster().num_devices());
+                        }};
   auto held_back = repair_memory(ctx, graph.units, device, plan_of, options);
   if (held_back || held_back.error().code() != ErrorCode::out_of_memory) return held_back;
   options.usable = 1.0;
