@@ -39,6 +39,7 @@ struct Mapper {
   std::vector<double> held;       // per device, the weights and state its units keep
   std::vector<std::size_t> slot;  // per unit, its rank by top level
   std::vector<double> tops;       // the top levels, sorted
+  double share = 0;               // a device's share of all the compute, balanced
 
   void place(std::vector<std::uint32_t> const& members, int d) {
     auto i = static_cast<std::size_t>(d);
@@ -73,9 +74,8 @@ struct Mapper {
       return held[i] + kept <= memory[i];
     };
     auto most = static_cast<int>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
-    double busiest = *std::max_element(load.begin(), load.end());
     if (bytes[static_cast<std::size_t>(most)] > 0 && fits(most) &&
-        (load[static_cast<std::size_t>(most)] + seconds <= busiest ||
+        (load[static_cast<std::size_t>(most)] + seconds <= share ||
          links.mean_seconds(bytes[static_cast<std::size_t>(most)]) >= seconds))
       return most;
     int best = -1;
@@ -122,6 +122,7 @@ std::vector<int> map_clusters(SearchContext const& ctx, OpGraph const& graph, Un
   for (auto const& d : ctx.cluster().devices())
     m.memory.push_back(0.9 * static_cast<double>(d.memory.value()));
   m.work.assign(k, Fenwick(n));
+  m.share = std::accumulate(dag.seconds.begin(), dag.seconds.end(), 0.0) / static_cast<double>(k);
   std::vector<std::uint32_t> by_top(n);
   std::iota(by_top.begin(), by_top.end(), 0u);
   std::stable_sort(by_top.begin(), by_top.end(), [&](std::uint32_t a, std::uint32_t b) {

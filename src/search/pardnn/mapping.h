@@ -1,7 +1,8 @@
 // ParDNN's step 1b, mapping (docs/search_pardnn.md, PAPERS.md §3): primary cluster k goes to
 // device k; then the secondary clusters, most critical first (the largest top + bottom level of
-// their units), each to the device it exchanges the most bytes with when that does not raise the
-// busiest device's work or when moving it away would cost more transfer time than its compute;
+// their units), each to the device it exchanges the most bytes with when that keeps the device
+// within its balanced share of the compute or when moving it away would cost more transfer time
+// than its compute;
 // otherwise to the device where least work overlaps its time span (by top levels: range sums of
 // one Fenwick tree per device) plus the transfers it would need from units on other devices,
 // priced per link. A device takes a cluster only while the weights and optimizer state it keeps
