@@ -150,15 +150,18 @@ std::pair<std::int64_t, std::int64_t> overflow(sim::Prediction const& prediction
 // The room a peak leaves is a bound: what a unit holds need not be live at another device's peak.
 // When no unit fits that room, single moves are simulated, those off `from` first, the cheapest
 // first (least added transfer per byte, or most bytes per second of compute), then swaps of a
-// unit off `from` with a lighter one elsewhere, at most `max_trials` of each: the first that
-// brings the placement nearer to fitting (overflow()) is taken; none if none does. Each taken
-// trial lowers overflow() strictly, so the repair cannot cycle.
+// unit off `from` with a lighter one elsewhere, at most `max_trials` of each (fewer on large
+// graphs): the first that brings the placement nearer to fitting (overflow()) is taken; none if
+// none does. Each taken trial lowers overflow() strictly, so the repair cannot cycle.
 Expected<std::optional<std::vector<int>>>
 trial_move(SearchContext const& ctx, std::vector<PlacementUnit> const& units,
            std::vector<int> const& device, PlanOfPlacement const& plan_of,
            MoveCost const& move_cost, double usable, int from,
            std::pair<std::int64_t, std::int64_t> over) {
-  constexpr int max_trials = 256;
+  // Each trial is a lowering and a simulation: about a million ops' worth in all, so that a large
+  // graph tries a few moves and a small one up to 256.
+  int const max_trials = static_cast<int>(std::clamp<std::size_t>(
+      (std::size_t{1} << 20) / std::max<std::size_t>(ctx.graph.num_ops(), 1), 4, 256));
   int const num_devices = static_cast<int>(ctx.cluster().num_devices());
   std::vector<std::tuple<bool, double, std::size_t>> candidates;  // (elsewhere, rank, unit)
   for (std::size_t u = 0; u < units.size(); ++u) {

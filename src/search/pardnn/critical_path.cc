@@ -17,8 +17,8 @@ double seconds_on(OpGraph const& graph, std::size_t unit, int d) {
 }
 
 // Units by bottom level, each to the device where it finishes earliest (its inputs' transfers
-// priced per link) among those where the weights and state kept stay within 90% of memory;
-// where none has room, the device with the most.
+// priced per link) among those where what the units hold stays within 90% of memory (as if
+// all were live at once: UnitDag::holds); where none has room, the device with the most.
 std::vector<int> earliest_finish(SearchContext const& ctx, OpGraph const& graph, UnitDag const& dag,
                                  Links const& links) {
   std::size_t const n = dag.size();
@@ -43,7 +43,7 @@ std::vector<int> earliest_finish(SearchContext const& ctx, OpGraph const& graph,
     double best_end = 0;
     for (int d = 0; d < k; ++d) {
       auto i = static_cast<std::size_t>(d);
-      if (held[i] + static_cast<double>(dag.held[u]) > memory[i]) continue;
+      if (held[i] + static_cast<double>(dag.holds[u]) > memory[i]) continue;
       double start = free_at[i];
       for (std::size_t e = dag.pred_begin[u]; e < dag.pred_begin[u + 1]; ++e) {
         auto const& p = dag.preds[e];
@@ -63,7 +63,7 @@ std::vector<int> earliest_finish(SearchContext const& ctx, OpGraph const& graph,
     auto b = static_cast<std::size_t>(best);
     device[u] = best;
     finish[u] = free_at[b] = best_end;
-    held[b] += static_cast<double>(dag.held[u]);
+    held[b] += static_cast<double>(dag.holds[u]);
     for (std::size_t e = dag.succ_begin[u]; e < dag.succ_begin[u + 1]; ++e)
       if (--waiting[dag.succs[e].to] == 0) ready.push(dag.succs[e].to);
   }

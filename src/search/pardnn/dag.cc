@@ -58,17 +58,15 @@ UnitDag build_unit_dag(SearchContext const& ctx, OpGraph const& graph) {
   UnitDag dag;
   std::size_t const n = graph.units.size();
   dag.seconds.resize(n);
-  dag.held.assign(n, 0);
-  for (std::size_t u = 0; u < n; ++u)
+  dag.holds.resize(n);
+  for (std::size_t u = 0; u < n; ++u) {
     dag.seconds[u] = graph.units[u].seconds;
+    dag.holds[u] = graph.units[u].bytes + graph.source_reads[u];
+  }
   std::vector<std::tuple<std::uint32_t, std::uint32_t, std::int64_t>> arcs;
   for (auto const& op : g.ops()) {
     CLEAVE_ASSERT(graph.unit_of[op.id.value()].size() == 1, "ParDNN places whole ops");
     auto v = static_cast<std::uint32_t>(graph.unit_of[op.id.value()][0]);
-    if (!op.inputs.empty() && graph.update_of[op.inputs[0].value()] == op.id) {
-      auto const& kept = g.tensor(op.inputs[0]).type;
-      dag.held[v] += ir::num_elements(kept.shape) * ir::dtype_bytes(kept.dtype);
-    }
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       ir::OpId from = g.producer(op.inputs[i]);
       if (!from.valid()) continue;

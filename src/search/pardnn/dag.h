@@ -23,6 +23,12 @@ class Links {
     auto i = static_cast<std::size_t>(from * devices_ + to);
     return latency_[i] + static_cast<double>(bytes) * per_byte_[i];
   }
+  // The time of `messages` transfers of `bytes` in all between two devices.
+  double seconds(std::int64_t bytes, std::int64_t messages, int from, int to) const {
+    if (from == to) return 0;
+    auto i = static_cast<std::size_t>(from * devices_ + to);
+    return static_cast<double>(messages) * latency_[i] + static_cast<double>(bytes) * per_byte_[i];
+  }
   double mean_seconds(std::int64_t bytes) const {
     return mean_latency_ + static_cast<double>(bytes) * mean_per_byte_;
   }
@@ -40,8 +46,10 @@ struct Arc {
 };
 
 struct UnitDag {
-  std::vector<double> seconds;          // per unit, its compute on device 0
-  std::vector<std::int64_t> held;       // per unit, the weights and optimizer state it keeps
+  std::vector<double> seconds;  // per unit, its compute on device 0
+  // Per unit, the most it can hold at once: what it writes, the weights and state it keeps, the
+  // sources it reads (op_graph.h).
+  std::vector<std::int64_t> holds;
   std::vector<std::size_t> succ_begin;  // [unit, unit + 1) of succs
   std::vector<Arc> succs;               // precedence: the reader and the bytes it reads
   std::vector<std::size_t> pred_begin;  // [unit, unit + 1) of preds

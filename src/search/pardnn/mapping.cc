@@ -36,7 +36,7 @@ struct Mapper {
   std::vector<int> device;        // per unit, -1 until mapped
   std::vector<Fenwick> work;      // per device, its units' compute by the slot of their top level
   std::vector<double> load;       // per device, its units' compute
-  std::vector<double> held;       // per device, the weights and state its units keep
+  std::vector<double> held;       // per device, what its units hold (UnitDag::holds)
   std::vector<std::size_t> slot;  // per unit, its rank by top level
   std::vector<double> tops;       // the top levels, sorted
   double share = 0;               // a device's share of all the compute, balanced
@@ -47,7 +47,7 @@ struct Mapper {
       device[u] = d;
       work[i].add(slot[u], dag.seconds[u]);
       load[i] += dag.seconds[u];
-      held[i] += static_cast<double>(dag.held[u]);
+      held[i] += static_cast<double>(dag.holds[u]);
     }
   }
 
@@ -56,15 +56,17 @@ struct Mapper {
     int const k = links.devices();
     double seconds = 0, kept = 0, end = 0;
     std::size_t first = SIZE_MAX;
-    std::vector<std::int64_t> bytes(static_cast<std::size_t>(k), 0);
+    std::vector<std::int64_t> bytes(static_cast<std::size_t>(k), 0), messages(bytes);
     for (std::uint32_t u : members) {
       seconds += dag.seconds[u];
-      kept += static_cast<double>(dag.held[u]);
+      kept += static_cast<double>(dag.holds[u]);
       first = std::min(first, slot[u]);
       end = std::max(end, slicing.levels.top[u] + dag.seconds[u]);
       for (auto [v, b] : graph.edges[u])
-        if (device[v] >= 0 && slicing.cluster[v] != id)
+        if (device[v] >= 0 && slicing.cluster[v] != id) {
           bytes[static_cast<std::size_t>(device[v])] += b;
+          ++messages[static_cast<std::size_t>(device[v])];
+        }
     }
     std::size_t last =
         static_cast<std::size_t>(std::upper_bound(tops.begin(), tops.end(), end) - tops.begin());
@@ -85,7 +87,8 @@ struct Mapper {
       double cost = work[static_cast<std::size_t>(d)].sum(first, last);
       for (int e = 0; e < k; ++e)
         if (bytes[static_cast<std::size_t>(e)] > 0)
-          cost += links.seconds(bytes[static_cast<std::size_t>(e)], e, d);
+          cost += links.seconds(bytes[static_cast<std::size_t>(e)],
+                                messages[static_cast<std::size_t>(e)], e, d);
       if (best < 0 || cost < best_cost ||
           (cost == best_cost &&
            load[static_cast<std::size_t>(d)] < load[static_cast<std::size_t>(best)]))

@@ -5,8 +5,10 @@
 // than its compute;
 // otherwise to the device where least work overlaps its time span (by top levels: range sums of
 // one Fenwick tree per device) plus the transfers it would need from units on other devices,
-// priced per link. A device takes a cluster only while the weights and optimizer state it keeps
-// stay within 90% of its memory (the paper holds 10% back). O(V log V + E + clusters K log V).
+// priced per link. A device takes a cluster only while what its units hold (what they write, keep
+// and read from sources, as if all were live at once) stays within 90% of its memory (the paper
+// holds 10% back); where none can, the one with the most room takes it, for the memory step. O(V
+// log V + E + clusters K log V).
 #pragma once
 
 #include <vector>
