@@ -1,7 +1,8 @@
 // ParDNN and the critical-path baseline (issue 16): their plans keep every op whole, order every
 // device, validate, lower, simulate, fit and compute what the graph computes; the same seed gives
 // the same plan; on tiny graphs a plan fits wherever some whole-op placement fits (checked against
-// every placement), and where none fits the error names each device's shortfall.
+// every placement), and where none fits the error names each device's shortfall; an op no device
+// can hold is an error naming it.
 #include <gtest/gtest.h>
 #include <random>
 #include <regex>
@@ -217,6 +218,23 @@ TEST(Pardnn, FitsWhereverSomeWholeOpPlacementFits) {
             << text;
       EXPECT_NE(text.find("short by"), std::string::npos) << text;
     }
+  }
+}
+
+// An op that holds more than any device: an error naming it and the largest device, before any
+// step runs; bad input never crashes.
+TEST(Pardnn, AnOpHeavierThanAnyDeviceIsAnErrorNamingIt) {
+  Case c("mlp:layers=2,hidden=2048,input=8,classes=4,batch=4", 4);
+  auto cluster = *cluster::load_cluster("cpu:devices=4,memory=8MiB");
+  for (char const* algo : algos) {
+    auto p = c.plan(algo, cluster);
+    ASSERT_FALSE(p.has_value()) << algo;
+    EXPECT_EQ(p.error().code(), ErrorCode::out_of_memory);
+    std::smatch m;
+    std::string text = p.error().message();
+    ASSERT_TRUE(std::regex_search(text, m, std::regex("op '([^']+)' cannot be placed"))) << text;
+    EXPECT_TRUE(c.graph.find_op(m[1].str()).has_value()) << m[1];
+    EXPECT_NE(text.find("cpu0, 8388608 bytes"), std::string::npos) << text;
   }
 }
 
