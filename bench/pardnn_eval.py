@@ -5,13 +5,17 @@ For ParDNN's models that the zoo has (Word-RNN, Word-RNN-2, TRN, TRN-2; docs/zoo
 (ParDNN's DGX-2: 16 V100 32 GB on one NVSwitch), runs `cleave compare MODEL --cluster dgx2
 --algos pardnn,critical-path,expert,data-parallel,tofu --json` and prints a Markdown table: the
 simulated step time, samples/s, whether the plan fits, the largest per-device peak, the placement
-(search) time, and pardnn's speedup over each baseline.
+(search) time, and pardnn's speedup over each baseline. Then batch scaling: for Word-RNN, the
+largest batch (a multiple of 256) for which pardnn finds a plan that fits on the first 1, 2, 4, 8
+and 16 of dgx2's devices, and samples/s at that batch.
 
-  pardnn_eval.py [--cleave BIN] [--timeout S] [--algos A,B,...]
+  pardnn_eval.py [--cleave BIN] [--timeout S] [--algos A,B,...] [--no-scaling]
 """
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 
 from cleave_cli import run
@@ -35,11 +39,88 @@ MODELS = [
 ]
 
 
+SCALING = [("Word-RNN", "rnn:layers=8,hidden=2048,vocab=20000,batch={}")]
+
+
+def first_devices(cleave, n, directory):
+    """A cleave.cluster/1 file of dgx2's first n devices, their links and the rest unchanged."""
+    whole = os.path.join(directory, "dgx2.json")
+    if not os.path.exists(whole):
+        run([cleave, "clusters", "--export", "dgx2", "-o", whole], 60)
+    with open(whole) as f:
+        c = json.load(f)
+    kept = {d["name"] for d in c["devices"][:n]}
+    gone = {d["name"] for d in c["devices"]} - kept
+    c["devices"] = c["devices"][:n]
+    c["links"] = [l for l in c["links"] if l["a"] not in gone and l["b"] not in gone]
+    c["name"] = f"dgx2, first {n} devices"
+    path = os.path.join(directory, f"dgx2_{n}.json")
+    with open(path, "w") as f:
+        json.dump(c, f)
+    return path
+
+
+def fits(cleave, spec, cluster, timeout):
+    """pardnn's plan's samples/s where it finds one that fits, else None (a search past the
+    timeout counts as not fitting)."""
+    out, _ = run([cleave, "compare", spec, "--cluster", cluster, "--algos", "pardnn", "--json"],
+                 timeout)
+    if not out:
+        return None
+    p = json.loads(out)["plans"][0]
+    return p["samples_per_s"] if p["fits"] else None
+
+
+def largest_batch(cleave, spec, cluster, timeout):
+    """The largest batch, a multiple of 256, that fits (doubling, then bisecting), and samples/s."""
+    ok, bad, rate = 0, None, None
+    b = 256
+    while bad is None and b <= 1 << 16:
+        r = fits(cleave, spec.format(b), cluster, timeout)
+        if r is None:
+            bad = b
+        else:
+            ok, rate, b = b, r, 2 * b
+    while bad is not None and bad - ok > 256:
+        mid = (ok + bad) // 512 * 256
+        r = fits(cleave, spec.format(mid), cluster, timeout)
+        if r is None:
+            bad = mid
+        else:
+            ok, rate = mid, r
+    return ok, rate
+
+
+def scaling(cleave, timeout):
+    print()
+    print("## Batch scaling with pardnn")
+    print()
+    print("The largest batch (a multiple of 256) that pardnn fits on dgx2's first n devices, and "
+          "samples/s at it; the paper: batch up to 16x from 1 to 16 GPUs, superlinear throughput.")
+    print()
+    print("| model | devices | largest batch | samples/s | over 1 device |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as d:
+        for name, spec in SCALING:
+            base = None
+            for n in (1, 2, 4, 8, 16):
+                t0 = time.time()
+                batch, rate = largest_batch(cleave, spec, first_devices(cleave, n, d), timeout)
+                if rate is None:
+                    print(f"| {name} | {n} | none fits | | |")
+                    continue
+                base = base or rate
+                print(f"| {name} | {n} | {batch} | {rate:.1f} | {rate / base:.2f}x |")
+                print(f"{name} on {n}: {time.time() - t0:.0f} s", file=sys.stderr)
+                sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cleave", default="build-release/cleave")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--algos", default="pardnn,critical-path,expert,data-parallel,tofu")
+    ap.add_argument("--no-scaling", action="store_true")
     args = ap.parse_args()
     algos = args.algos.split(",")
 
@@ -68,6 +149,8 @@ def main():
                   f"| {r['search_time_s']:.2f} | {speedup} |")
         print(f"{name}: {time.time() - t0:.0f} s", file=sys.stderr)
         sys.stdout.flush()
+    if not args.no_scaling:
+        scaling(args.cleave, args.timeout)
 
 
 if __name__ == "__main__":

@@ -158,10 +158,10 @@ trial_move(SearchContext const& ctx, std::vector<PlacementUnit> const& units,
            std::vector<int> const& device, PlanOfPlacement const& plan_of,
            MoveCost const& move_cost, double usable, int from,
            std::pair<std::int64_t, std::int64_t> over) {
-  // Each trial is a lowering and a simulation: about a million ops' worth in all, so that a large
+  // Each trial is a lowering and a simulation: about 130K ops' worth in all, so that a large
   // graph tries a few moves and a small one up to 256.
   int const max_trials = static_cast<int>(std::clamp<std::size_t>(
-      (std::size_t{1} << 20) / std::max<std::size_t>(ctx.graph.num_ops(), 1), 4, 256));
+      (std::size_t{1} << 17) / std::max<std::size_t>(ctx.graph.num_ops(), 1), 4, 256));
   int const num_devices = static_cast<int>(ctx.cluster().num_devices());
   std::vector<std::tuple<bool, double, std::size_t>> candidates;  // (elsewhere, rank, unit)
   for (std::size_t u = 0; u < units.size(); ++u) {
@@ -260,6 +260,9 @@ Expected<Repaired> repair_memory(SearchContext const& ctx, std::vector<Placement
   // Each round moves at least one unit; a unit moved back and forth would loop, so the rounds are
   // bounded by what a placement can need.
   std::size_t const max_rounds = 4 * units.size() + 1;
+  constexpr int max_stalled = 8;
+  int stalled = 0;
+  std::pair<std::int64_t, std::int64_t> best_over{INT64_MAX, INT64_MAX};
   for (std::size_t round = 0; round < max_rounds; ++round) {
     if (options.bound && within(options.bound(device), cluster, options.usable)) {
       CLEAVE_TRY(out.plan, plan_of(device));
@@ -282,8 +285,15 @@ Expected<Repaired> repair_memory(SearchContext const& ctx, std::vector<Placement
     }
     std::int64_t excess = -room[static_cast<std::size_t>(worst)];
     auto const& move_cost = options.move_cost;
-    auto moves = move_cost ? by_cost(units, device, worst, excess, room, move_cost, moved_before)
-                           : by_density(units, device, worst, excess, room);
+    // Moves by room that have not brought the placement nearer to fitting for a while stop, so
+    // that a placement that cannot fit fails in a few rounds rather than one per unit.
+    auto now_over = overflow(prediction);
+    stalled = now_over < best_over ? 0 : stalled + 1;
+    best_over = std::min(best_over, now_over);
+    std::vector<std::pair<std::size_t, int>> moves;
+    if (stalled < max_stalled)
+      moves = move_cost ? by_cost(units, device, worst, excess, room, move_cost, moved_before)
+                        : by_density(units, device, worst, excess, room);
     if (moves.empty()) {
       CLEAVE_TRY(auto trial, trial_move(ctx, units, device, plan_of, move_cost, options.usable,
                                         worst, overflow(prediction)));
