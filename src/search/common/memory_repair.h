@@ -7,7 +7,8 @@
 // the communication they add (ParDNN's memory step, docs/search_pardnn.md) passes a MoveCost:
 // then the units that free the most memory per second of added transfers leave first, each to the
 // device where it adds the least, and each unit moves at most once. The room a device's peak
-// leaves is a bound (what a unit holds need not be live at that peak): when no unit fits it, single
+// leaves is a bound (what a unit holds need not be live at that peak): when no unit fits it, or
+// after 8 rounds of such moves that brought the placement no nearer to fitting, single
 // moves (off the most over-capacity device first, cheapest first), then swaps with lighter units
 // elsewhere, are simulated, and the first that lowers the total overflow (or, as much over, the
 // summed peaks) is taken. Where that fails on a small instance (at most 4096 placements), every
