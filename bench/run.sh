@@ -144,6 +144,10 @@ mincut_out=bench/results/mincut_eval.md
 mv "$mincut_out.tmp" "$mincut_out"
 cat "$mincut_out"
 
+# The run-time scheduling assistant (issue 17 item 2): `cleave run --rebalance` on cpu:devices=4
+# with a plan made from a mispriced profile (writes bench/results/rebalance.md).
+/usr/bin/python3 bench/rebalance.py --cleave build-release/cleave
+
 # What fills the fullest device at its peak under Tofu's WResNet plans (issue 5).
 mem_out=bench/results/tofu_memory.md
 {

@@ -6,8 +6,10 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sys/wait.h>
 
+#include "cli_util.h"
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
 #include "ops/op_registry.h"
@@ -15,42 +17,7 @@
 namespace cleave {
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::filesystem::path scratch() {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(std::filesystem::path const& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Runs `cleave ARGS` (ARGS already shell-quoted) and captures both streams.
-Outcome cleave(std::string const& args) {
-  auto dir = scratch();
-  std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
-                    " 2>" + (dir / "err").string();
-  int status = std::system(cmd.c_str());
-  Outcome r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
-
-std::string write(std::string const& name, std::string const& text) {
-  auto path = scratch() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
+using namespace cli_test;
 
 std::string small_graph_json() {
   auto registry = ops::OpRegistry::with_builtins();
@@ -653,6 +620,67 @@ TEST(Cli, PardnnPlanRunsUnderMemoryCapsBelowOneDevicesNeed) {
     EXPECT_EQ(d["memory_capacity_bytes"].get<std::int64_t>(), cap);
     EXPECT_GT(d["peak_memory_bytes"].get<std::int64_t>(), 0);
     EXPECT_LE(d["peak_memory_bytes"].get<std::int64_t>(), cap);
+  }
+}
+
+// `cleave run --rebalance` (api/rebalance.h): a mincut plan with every op on one device of four
+// (a `single` plan recorded as mincut's: what a profile pricing the other devices' ops at nothing
+// would give; its measured imbalance is 4 on any machine) is partitioned again on the measured
+// times and the run switches plans after the measured steps, the check passing on both sides;
+// the new plan is saved; and the bad inputs.
+TEST(Cli, RunRebalanceSwitchesPlansAndTheCheckHolds) {
+  std::string model = "rnn:layers=4,hidden=64,steps=4,batch=8,vocab=32";
+  std::string single = (scratch() / "rebalance_single.json").string();
+  ASSERT_EQ(cleave("plan " + model + " --cluster cpu:devices=4 --algo single -o " + single).code,
+            0);
+  auto given = nlohmann::json::parse(slurp(single));
+  given["provenance"]["algorithm"] = "mincut";
+  std::string plan = write("rebalance_mincut.json", given.dump());
+  std::string saved = (scratch() / "rebalance_new.json").string();
+  Outcome text = cleave("run " + plan +
+                        " --steps 5 --rebalance --rebalance-steps 2 --check --save-plan " + saved);
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (char const* part :
+       {"measured imbalance 4.000", "> threshold 1.100", "switched after step 3",
+        "before     steps 1-3", "after      steps 4-5", "new plan", " ms", "passed"})
+    EXPECT_NE(text.out.find(part), std::string::npos) << part << "\n" << text.out;
+  auto new_plan = nlohmann::json::parse(slurp(saved));
+  std::set<int> used;
+  for (auto const& op : new_plan["ops"])
+    for (int d : op["devices"])
+      used.insert(d);
+  EXPECT_GT(used.size(), 1u);
+
+  Outcome json = cleave("run " + plan +
+                        " --steps 5 --rebalance --rebalance-steps 2 --rebalance-threshold 1.5 "
+                        "--check --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out)["rebalance"];
+  EXPECT_TRUE(j["switched"].get<bool>()) << j.dump();
+  EXPECT_EQ(j["threshold"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j["before"]["imbalance"].get<double>(), 4.0);
+  EXPECT_TRUE(j["before"]["check_passed"].get<bool>());
+  EXPECT_TRUE(j["after"]["check_passed"].get<bool>());
+  EXPECT_GT(j["before"]["step_time_s"].get<double>(), 0);
+  EXPECT_GT(j["after"]["step_time_s"].get<double>(), 0);
+  EXPECT_LT(j["predicted_after_s"].get<double>(), j["predicted_before_s"].get<double>());
+  EXPECT_EQ(nlohmann::json::parse(json.out)["step_times_s"].size(), 5u);
+
+  std::string tofu = (scratch() / "rebalance_tofu.json").string();
+  ASSERT_EQ(cleave("plan " + model + " --cluster cpu:devices=4 --algo tofu -o " + tofu).code, 0);
+  Bad cases[] = {
+      {"run " + tofu + " --steps 8 --rebalance", "this plan was made by 'tofu'"},
+      {"run " + plan + " --steps 8 --rebalance --rebalance-threshold 0.9",
+       "--rebalance-threshold 0.9: it is the busiest device's compute time over the devices' mean"},
+      {"run " + plan + " --steps 8 --rebalance --rebalance-threshold nan",
+       "--rebalance-threshold nan"},
+      {"run " + plan + " --steps 4 --rebalance", "needs --steps 6 or more"},
+      {"run " + plan + " --steps 8 --rebalance-threshold 1.2", "requires --rebalance"},
+  };
+  for (auto const& c : cases) {
+    Outcome r = cleave(c.args);
+    EXPECT_NE(r.code, 0) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
   }
 }
 

@@ -1,0 +1,41 @@
+#include "cli_util.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sys/wait.h>
+
+namespace cleave::cli_test {
+
+std::filesystem::path scratch() {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(std::filesystem::path const& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+Outcome cleave(std::string const& args) {
+  auto dir = scratch();
+  std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
+                    " 2>" + (dir / "err").string();
+  int status = std::system(cmd.c_str());
+  Outcome r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  return r;
+}
+
+std::string write(std::string const& name, std::string const& text) {
+  auto path = scratch() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace cleave::cli_test
