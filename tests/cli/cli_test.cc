@@ -602,6 +602,36 @@ TEST(Cli, RunBackendMustBeKnown) {
       << r.err;
 }
 
+// ParDNN under memory caps (issue 16): on four devices of 72 KiB, a model that needs 195 KiB on
+// one device gets a pardnn plan that really runs there, computes what the graph computes, and
+// keeps each device's measured peak under its cap.
+TEST(Cli, PardnnPlanRunsUnderMemoryCapsBelowOneDevicesNeed) {
+  std::string model = "mlp:layers=4,hidden=64,input=32,classes=8,batch=16";
+  std::string single = (scratch() / "pardnn_single.json").string();
+  std::string plan = (scratch() / "pardnn.json").string();
+  ASSERT_EQ(cleave("plan " + model + " --cluster cpu:devices=4 --algo single -o " + single).code,
+            0);
+  Outcome need = cleave("simulate " + single + " --json");
+  ASSERT_EQ(need.code, 0) << need.err;
+  auto peak = nlohmann::json::parse(need.out)["plans"][0]["devices"][0]["peak_memory_bytes"]
+                  .get<std::int64_t>();
+  std::int64_t const cap = 72 * 1024;
+  EXPECT_GT(peak, 2 * cap);
+  Outcome planned =
+      cleave("plan " + model + " --cluster cpu:devices=4,memory=72KiB --algo pardnn -o " + plan);
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  Outcome run = cleave("run " + plan + " --check --steps 3 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  auto j = nlohmann::json::parse(run.out);
+  EXPECT_TRUE(j["check"]["passed"].get<bool>());
+  ASSERT_EQ(j["devices"].size(), 4u);
+  for (auto const& d : j["devices"]) {
+    EXPECT_EQ(d["memory_capacity_bytes"].get<std::int64_t>(), cap);
+    EXPECT_GT(d["peak_memory_bytes"].get<std::int64_t>(), 0);
+    EXPECT_LE(d["peak_memory_bytes"].get<std::int64_t>(), cap);
+  }
+}
+
 // `cleave run --rebalance` (api/rebalance.h): a mincut plan with every op on one device of four
 // (a `single` plan recorded as mincut's: what a profile pricing the other devices' ops at nothing
 // would give; its measured imbalance is 4 on any machine) is partitioned again on the measured
