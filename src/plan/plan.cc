@@ -109,6 +109,13 @@ Status validate_swap(Plan const& plan, ir::Graph const& graph, Swap const& swap)
                   ", which is not a piece of the device from the swap-out's piece on and before " +
                   piece_text(graph, swap.in_before));
   }
+  if (swap.out_before) {
+    auto wait = position(*swap.out_before);
+    if (!wait || *wait <= *out)
+      return fail("its swap-out is awaited by op " + std::to_string(swap.out_before->op) +
+                  " piece " + std::to_string(swap.out_before->piece) +
+                  ", which is not a piece of the device after " + piece_text(graph, swap.out_after));
+  }
   return Status::ok();
 }
 

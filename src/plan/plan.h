@@ -63,7 +63,11 @@ struct TensorFetch {
 // `in_before` does not start before it. The region is one block the device holds: the whole output
 // of one of its pieces or of a reduce task combining partial results there (lower/schedule.h).
 // The device's pieces up to `out_after` read the block, those from `in_before` on read the copy
-// swapped in; none between them may read it, and no other device may. Needs the device's order.
+// swapped in; none between them may read it, and no other device may. `out_before`, if given, is a
+// piece after `out_after` that does not start before the swap-out has ended: the piece that needs
+// the memory the swap-out frees (SwapAdvisor's control edge swap-out -> consumer), so that a plan
+// that fits by its swaps fits however the copies and the computation interleave. Needs the
+// device's order.
 struct Swap {
   ir::TensorId tensor;
   tdl::Box region;
@@ -71,6 +75,7 @@ struct Swap {
   PieceRef out_after;
   PieceRef in_before;
   std::optional<PieceRef> in_after;
+  std::optional<PieceRef> out_before;
   bool operator==(Swap const&) const = default;
 };
 
@@ -123,7 +128,7 @@ Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry)
 // per-device orders that list every piece exactly once on its own device, per-tensor fetch
 // policies of tensors of the graph (one each), and swaps of a region inside their tensor, on a
 // device with an order that lists `out_after` before `in_before` (and `in_after`, if given, at or
-// after `out_after` and before `in_before`). Whether a swap's region is a block its device holds,
+// after `out_after` and before `in_before`; `out_before`, if given, after `out_after`). Whether a swap's region is a block its device holds,
 // and whether an order agrees with the data dependencies, the lowering checks (it knows both).
 Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry);
 // The per-op part of `validate`: degrees and devices of one op's configuration.

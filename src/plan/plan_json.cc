@@ -171,6 +171,7 @@ std::string plan_to_json(Plan const& plan) {
                  {"out_after", piece_json(s.out_after)},
                  {"in_before", piece_json(s.in_before)}};
     if (s.in_after) swap["in_after"] = piece_json(*s.in_after);
+    if (s.out_before) swap["out_before"] = piece_json(*s.out_before);
     swaps.push_back(std::move(swap));
   }
   j["swaps"] = std::move(swaps);
@@ -212,8 +213,10 @@ Expected<Plan> plan_from_json(std::string_view text) {
                   integer<int>(s.at("device")),
                   piece_from(s.at("out_after")),
                   piece_from(s.at("in_before")),
+                  std::nullopt,
                   std::nullopt};
         if (s.contains("in_after")) swap.in_after = piece_from(s.at("in_after"));
+        if (s.contains("out_before")) swap.out_before = piece_from(s.at("out_before"));
         p.swaps.push_back(std::move(swap));
       }
     for (auto const& c : j.at("ops"))
