@@ -17,6 +17,7 @@ namespace cleave::memory {
 struct SizeClass {
   std::int64_t object_bytes = 0;
   std::int64_t objects = 0;
+  bool operator==(SizeClass const&) const = default;
 };
 
 // Classes in strictly ascending object size, each with at least one object.
