@@ -10,47 +10,11 @@
 
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
+#include "cli/cli_run.h"
 #include "ops/op_registry.h"
 
 namespace cleave {
 namespace {
-
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::filesystem::path scratch() {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(std::filesystem::path const& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Runs `cleave ARGS` (ARGS already shell-quoted) and captures both streams.
-Outcome cleave(std::string const& args) {
-  auto dir = scratch();
-  std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
-                    " 2>" + (dir / "err").string();
-  int status = std::system(cmd.c_str());
-  Outcome r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
-
-std::string write(std::string const& name, std::string const& text) {
-  auto path = scratch() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 std::string small_graph_json() {
   auto registry = ops::OpRegistry::with_builtins();

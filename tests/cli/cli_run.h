@@ -1,0 +1,51 @@
+// Runs the `cleave` program as a test would: a real process, its streams captured in files of a
+// scratch directory per test process.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace cleave {
+
+struct Outcome {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+inline std::filesystem::path scratch() {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string slurp(std::filesystem::path const& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Runs `cleave ARGS` (ARGS already shell-quoted) and captures both streams.
+inline Outcome cleave(std::string const& args) {
+  auto dir = scratch();
+  std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
+                    " 2>" + (dir / "err").string();
+  int status = std::system(cmd.c_str());
+  Outcome r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  return r;
+}
+
+inline std::string write(std::string const& name, std::string const& text) {
+  auto path = scratch() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace cleave
