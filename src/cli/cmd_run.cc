@@ -135,7 +135,8 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   out.prediction = std::move(evaluation->prediction);
   std::vector<runtime::DeviceInfo> devices;
   for (auto const& d : cluster.devices())
-    devices.push_back({d.name, d.memory});
+    devices.push_back(
+        {d.name, d.memory, p.pools.empty() ? memory::Pool{} : p.pools[devices.size()]});
   auto executor =
       runtime::Executor::create(model.training, std::move(evaluation->program), registry, devices);
   if (!executor) return report(executor.error());

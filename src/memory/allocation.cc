@@ -106,8 +106,7 @@ Expected<Allocation> repair(AllocationProblem const& problem, Allocation a) {
   // Cut the objects above each minimum in proportion; rounding down keeps it within capacity.
   double keep = double(problem.capacity - floor) / double(total - floor);
   for (std::size_t c = 0; c < least.size(); ++c)
-    a.objects[c] =
-        least[c] + static_cast<std::int64_t>(double(a.objects[c] - least[c]) * keep);
+    a.objects[c] = least[c] + static_cast<std::int64_t>(double(a.objects[c] - least[c]) * keep);
   // Floating-point rounding may leave a few bytes over: take objects from the largest classes.
   for (std::size_t c = least.size(); c-- > 0 && bytes_of(a.objects, object) > problem.capacity;)
     while (a.objects[c] > least[c] && bytes_of(a.objects, object) > problem.capacity)

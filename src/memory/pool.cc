@@ -43,8 +43,9 @@ PoolAllocator::PoolAllocator(Pool pool) : pool_(std::move(pool)), offsets_(class
 }
 
 std::optional<Slot> PoolAllocator::allocate(std::int64_t bytes) {
-  auto first = std::lower_bound(pool_.classes.begin(), pool_.classes.end(), bytes,
-                                [](SizeClass const& c, std::int64_t b) { return c.object_bytes < b; });
+  auto first =
+      std::lower_bound(pool_.classes.begin(), pool_.classes.end(), bytes,
+                       [](SizeClass const& c, std::int64_t b) { return c.object_bytes < b; });
   for (auto c = static_cast<std::size_t>(first - pool_.classes.begin()); c < taken_.size(); ++c) {
     auto free = std::find(taken_[c].begin(), taken_[c].end(), false);
     if (free == taken_[c].end()) continue;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "memory/pool.h"
 #include "ops/op_registry.h"
 #include "tdl/piece.h"
 
@@ -108,6 +109,11 @@ struct Plan {
   // simulator and the runtime (first ready first, ties by lower::canonical_less).
   std::vector<std::vector<PieceRef>> order;
   std::vector<Swap> swaps;  // need `order`
+  // Per device, the memory pool that the blocks the step writes there take objects of
+  // (SwapAdvisor's allocation, memory/pool.h), beside the blocks held before the step, which are
+  // counted in bytes; the runtime's arena and evaluate() both hold the step's blocks in it. Empty:
+  // no pools; a pool without classes: none on that device.
+  std::vector<memory::Pool> pools;
   FetchPolicy fetch = FetchPolicy::shared;
   std::vector<TensorFetch> tensor_fetch;  // overrides `fetch` per tensor; one entry per tensor
   Provenance provenance;
@@ -128,8 +134,10 @@ Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry)
 // per-device orders that list every piece exactly once on its own device, per-tensor fetch
 // policies of tensors of the graph (one each), and swaps of a region inside their tensor, on a
 // device with an order that lists `out_after` before `in_before` (and `in_after`, if given, at or
-// after `out_after` and before `in_before`; `out_before`, if given, after `out_after`). Whether a swap's region is a block its device holds,
-// and whether an order agrees with the data dependencies, the lowering checks (it knows both).
+// after `out_after` and before `in_before`; `out_before`, if given, after `out_after`), and pools,
+// if given, one per device with classes in ascending object size, each with objects. Whether a
+// swap's region is a block its device holds, and whether an order agrees with the data
+// dependencies, the lowering checks (it knows both).
 Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry);
 // The per-op part of `validate`: degrees and devices of one op's configuration.
 Status validate_op(OpConfig const& config, ir::Op const& op, tdl::BoundOp const& bound,

@@ -151,6 +151,16 @@ std::string plan_to_json(Plan const& plan) {
     tensor_fetch.push_back({f.tensor.value(), fetch_name(f.policy)});
   j["tensor_fetch"] = std::move(tensor_fetch);
   j["provenance"] = provenance_to_json(plan.provenance);
+  if (!plan.pools.empty()) {
+    auto pools = json::array();
+    for (auto const& pool : plan.pools) {
+      auto classes = json::array();
+      for (auto const& c : pool.classes)
+        classes.push_back({c.object_bytes, c.objects});
+      pools.push_back(std::move(classes));
+    }
+    j["pools"] = std::move(pools);
+  }
   auto ops = json::array();
   for (auto const& c : plan.ops)
     ops.push_back({{"degrees", c.degrees}, {"devices", c.devices}});
@@ -205,6 +215,14 @@ Expected<Plan> plan_from_json(std::string_view text) {
       for (auto const& f : j.at("tensor_fetch")) {
         CLEAVE_TRY(auto policy, fetch_from(f.at(1), "a \"tensor_fetch\" policy"));
         p.tensor_fetch.push_back({ir::TensorId(integer<std::uint32_t>(f.at(0))), policy});
+      }
+    if (j.contains("pools"))
+      for (auto const& pool : j.at("pools")) {
+        memory::Pool parsed;
+        for (auto const& c : pool)
+          parsed.classes.push_back(
+              {integer<std::int64_t>(c.at(0)), integer<std::int64_t>(c.at(1))});
+        p.pools.push_back(std::move(parsed));
       }
     if (j.contains("swaps"))
       for (auto const& s : j.at("swaps")) {

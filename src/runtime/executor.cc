@@ -80,7 +80,7 @@ class StepRun {
         host_arena_("host", Bytes(std::numeric_limits<std::int64_t>::max())),
         host_(s.graph, host_arena_) {
     for (auto const& d : s.devices)
-      arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity));
+      arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity, d.pool));
     for (auto& a : arenas_)
       stores_.push_back(std::make_unique<BlockStore>(s.graph, *a));
     for (TaskId i = 0; i < s.program.tasks.size(); ++i)

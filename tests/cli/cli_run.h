@@ -2,12 +2,13 @@
 // scratch directory per test process.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
-#include <unistd.h>
 
 namespace cleave {
 

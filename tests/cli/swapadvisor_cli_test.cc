@@ -1,11 +1,10 @@
 // SwapAdvisor runs for real (issue 18): a model whose step peaks at over 3x a CPU device's cap
 // trains with `--algo swapadvisor`'s plan, passes `--check`, and the runtime's arena, which refuses
 // what would pass the cap, measures a peak at or under it.
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli_run.h"
 
@@ -17,7 +16,8 @@ TEST(Cli, SwapAdvisorTrainsAModelOverThreeTimesTheCap) {
   std::int64_t cap = 9 << 20;
   Outcome ideal = cleave("plan " + model + " --cluster cpu:devices=1 --algo ideal --json");
   ASSERT_EQ(ideal.code, 0) << ideal.err;
-  std::int64_t peak_unlimited = nlohmann::json::parse(ideal.out)["plans"][0]["peak_memory_bytes"][0];
+  std::int64_t peak_unlimited =
+      nlohmann::json::parse(ideal.out)["plans"][0]["peak_memory_bytes"][0];
   EXPECT_GE(peak_unlimited, 3 * cap);
 
   std::string plan = (scratch() / "swapadvisor.json").string();

@@ -2,7 +2,6 @@
 // free object that holds it) and the allocation chromosome's repair, which must always give a
 // valid pool: monotone classes, enough objects for what one op holds at once, within capacity.
 #include <gtest/gtest.h>
-
 #include <random>
 
 #include "memory/allocation.h"

@@ -3,7 +3,6 @@
 // the best of its first population, and leaves a plan with a budget of one iteration; a device
 // too small for what one op holds at once, and bad options, are clear errors.
 #include <gtest/gtest.h>
-
 #include <memory>
 
 #include "autodiff/training_graph.h"
@@ -13,6 +12,7 @@
 #include "plan/plan_json.h"
 #include "search/search.h"
 #include "search/swapadvisor/genetic.h"
+#include "sim/evaluate.h"
 #include "sim/predict.h"
 
 namespace cleave::search {
@@ -36,7 +36,8 @@ struct Planning {
   std::unique_ptr<cost::CostModel> cost;
 
   // Options for `swapadvisor`, none for the others.
-  SearchContext context(std::uint64_t seed = 1, std::string const& algorithm = "swapadvisor") const {
+  SearchContext context(std::uint64_t seed = 1,
+                        std::string const& algorithm = "swapadvisor") const {
     SearchContext ctx{graph, *registry, *cost, spec, mlp, 2048, seed};
     if (algorithm == "swapadvisor") ctx.options = {{"population", "8"}, {"generations", "3"}};
     return ctx;
@@ -71,6 +72,11 @@ TEST(SwapAdvisor, PlansFitACapAThirdOfThePeak) {
         EXPECT_TRUE(swap.out_before.has_value());
       auto prediction = s.predict(*p);
       EXPECT_TRUE(prediction.fits);
+      // swapadvisor's plan carries its pool, whose objects the simulated step's blocks fit.
+      EXPECT_EQ(p->pools.empty(), algorithm == "lru-swap");
+      auto e = sim::evaluate({s.graph, *s.registry, *p, *s.cost, 2048});
+      ASSERT_TRUE(e.has_value()) << e.error().to_string();
+      EXPECT_TRUE(e->violations.empty());
       EXPECT_LE(prediction.peak_memory_bytes[0], cap);
       EXPECT_GT(prediction.swap_bytes, 0);
       // The plan survives its JSON form.
@@ -151,7 +157,9 @@ TEST(SwapAdvisor, NeverWorseThanTheBestOfItsFirstPopulation) {
     for (std::size_t k = 1; k < r->course.best.size(); ++k)
       EXPECT_LT(r->course.best[k].second, r->course.best[k - 1].second);
     // The best chromosome's plan is the one priced.
-    auto plan = swapadvisor::schedule_plan(ctx, r->best.chromosome.schedule, r->best.swaps);
+    auto plan = swapadvisor::schedule_plan(
+        ctx, r->best.chromosome.schedule, r->best.swaps,
+        memory::pool_of(model->allocation, r->best.chromosome.allocation));
     EXPECT_DOUBLE_EQ(s.predict(plan).step_time_s, r->best.step_s);
   }
 }

@@ -4,8 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "lower/schedule.h"
-#include "sim/predict.h"
+#include "sim/evaluate.h"
 #include "support/assert.h"
 
 namespace cleave::search::swapadvisor {
@@ -92,14 +91,15 @@ class Genetic {
     return s;
   }
 
-  // The swap planner's schedules agree with the data dependencies and its swaps with the blocks
-  // of a single-device lowering: a failure here is a bug in it.
+  // The plan's step time by evaluate(), infinite where it overflows the device: its bytes, or its
+  // pool when the simulated order of allocations and frees takes objects otherwise than the
+  // planner's walk did (the second pass moves copies back earlier).
   double step_time(Scored const& s) const {
-    lower::Program program = model_.program;
-    auto plan = schedule_plan(ctx_, s.chromosome.schedule, s.swaps);
-    Status applied = lower::apply_schedule(ctx_.graph, plan, program);
-    CLEAVE_ASSERT(applied.is_ok(), applied.is_ok() ? "" : applied.error().to_string().c_str());
-    return sim::predict(ctx_.graph, program, ctx_.cost, ctx_.batch).step_time_s;
+    auto plan = schedule_plan(ctx_, s.chromosome.schedule, s.swaps,
+                              memory::pool_of(model_.allocation, s.chromosome.allocation));
+    auto e = sim::evaluate({ctx_.graph, ctx_.registry, plan, ctx_.cost, ctx_.batch});
+    CLEAVE_ASSERT(e.has_value(), e ? "" : e.error().to_string().c_str());
+    return e->violations.empty() ? e->prediction.step_time_s : infeasible;
   }
 
   // The first chromosome: the graph's order, a class per size, memory shared by the bytes each
@@ -122,8 +122,8 @@ class Genetic {
       total += w;
     // As many objects as the share's bytes, on top of the minimum: repair cuts the excess in
     // proportion, so the pool ends up shared in these proportions.
-    auto pool = memory::pool_of(model_.allocation, {a.size_class, std::vector<std::int64_t>(
-                                                                      share.size(), 1)});
+    auto pool = memory::pool_of(model_.allocation,
+                                {a.size_class, std::vector<std::int64_t>(share.size(), 1)});
     for (std::size_t c = 0; c < share.size(); ++c)
       a.objects.push_back(static_cast<std::int64_t>(
           std::ceil(share[c] / total * double(model_.allocation.capacity) /
@@ -148,8 +148,8 @@ class Genetic {
     std::size_t sizes = a.allocation.size_class.size();
     std::uniform_int_distribution<std::size_t> point(0, sizes);
     std::size_t x = point(rng_);
-    auto s1 = schedule_cross(a.schedule, b.schedule, cr), s2 = schedule_cross(b.schedule,
-                                                                              a.schedule, cr);
+    auto s1 = schedule_cross(a.schedule, b.schedule, cr),
+         s2 = schedule_cross(b.schedule, a.schedule, cr);
     auto a1 = allocation_cross(a.allocation, b.allocation, x),
          a2 = allocation_cross(b.allocation, a.allocation, x);
     return {{s1, a1}, {s1, a2}, {s2, a1}, {s2, a2}};
@@ -157,8 +157,7 @@ class Genetic {
 
   // The first `cr` ops of `second`, then the rest in `first`'s order.
   static std::vector<ir::OpId> schedule_cross(std::vector<ir::OpId> const& first,
-                                              std::vector<ir::OpId> const& second,
-                                              std::size_t cr) {
+                                              std::vector<ir::OpId> const& second, std::size_t cr) {
     std::vector<bool> taken(first.size(), false);
     std::vector<ir::OpId> out(second.begin(), second.begin() + static_cast<std::ptrdiff_t>(cr));
     for (auto op : out)
@@ -179,8 +178,7 @@ class Genetic {
                         second.size_class.begin() + static_cast<std::ptrdiff_t>(x),
                         second.size_class.end());
     std::size_t y = x == 0 ? 0 : first.size_class[x - 1] + 1;
-    c.objects.assign(first.objects.begin(),
-                     first.objects.begin() + static_cast<std::ptrdiff_t>(y));
+    c.objects.assign(first.objects.begin(), first.objects.begin() + static_cast<std::ptrdiff_t>(y));
     for (std::size_t k = y; k < second.objects.size(); ++k)
       c.objects.push_back(second.objects[k]);
     return c;
@@ -191,8 +189,9 @@ class Genetic {
     std::bernoulli_distribution hit(rate_), up(0.5);
     auto& a = c.allocation;
     for (std::size_t s = 1; s < a.size_class.size(); ++s)
-      if (hit(rng_)) a.size_class[s] = up(rng_) ? a.size_class[s] + 1
-                                                 : (a.size_class[s] == 0 ? 0 : a.size_class[s] - 1);
+      if (hit(rng_))
+        a.size_class[s] =
+            up(rng_) ? a.size_class[s] + 1 : (a.size_class[s] == 0 ? 0 : a.size_class[s] - 1);
     for (auto& objects : a.objects)
       if (hit(rng_)) {
         std::normal_distribution<double> step(0, std::max(1.0, double(objects) / 4));
@@ -250,13 +249,17 @@ class Genetic {
 }  // namespace
 
 plan::Plan schedule_plan(SearchContext const& ctx, std::vector<ir::OpId> const& schedule,
-                         std::vector<plan::Swap> swaps) {
+                         std::vector<plan::Swap> swaps, memory::Pool pool) {
   plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
   p.num_devices = static_cast<int>(ctx.cluster().num_devices());
   p.order.resize(static_cast<std::size_t>(p.num_devices));
   for (auto op : schedule)
     p.order[0].push_back({op.value(), 0});
   p.swaps = std::move(swaps);
+  if (!pool.classes.empty()) {
+    p.pools.resize(p.order.size());
+    p.pools[0] = std::move(pool);
+  }
   return p;
 }
 

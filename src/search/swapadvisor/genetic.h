@@ -45,9 +45,10 @@ struct GeneticResult {
   bool budget_exhausted = false;
 };
 
-// The plan of device 0 for a schedule and its swaps: every op whole there, in that order.
+// The plan of device 0 for a schedule, its swaps and its pool (none: without classes): every op
+// whole there, in that order.
 plan::Plan schedule_plan(SearchContext const& ctx, std::vector<ir::OpId> const& schedule,
-                         std::vector<plan::Swap> swaps);
+                         std::vector<plan::Swap> swaps, memory::Pool pool = {});
 
 // The search; an error when no chromosome of the first population fits (it repeats the swap
 // planner's error for the first).

@@ -163,12 +163,12 @@ class Walk {
   }
 
   Status no_room(TaskId t, int k) const {
-    std::string what = r_.allocation ? "its size class (objects of " +
-                                           format_bytes(Bytes(model_.allocation.sizes
-                                                                  [model_.size_index[t]])) +
-                                           " and up) is full"
-                                     : "the device's " + format_bytes(Bytes(r_.room_bytes)) +
-                                           " beside the blocks held before the step are full";
+    std::string what =
+        r_.allocation ? "its size class (objects of " +
+                            format_bytes(Bytes(model_.allocation.sizes[model_.size_index[t]])) +
+                            " and up) is full"
+                      : "the device's " + format_bytes(Bytes(r_.room_bytes)) +
+                            " beside the blocks held before the step are full";
     return Error(ErrorCode::invalid_argument,
                  "no room at position " + std::to_string(k) + " of the schedule (op id " +
                      std::to_string(model_.program.tasks[t].op.value()) + ") for a block of " +
@@ -201,22 +201,23 @@ class Walk {
 
   plan::Swap to_plan(PendingSwap const& s) const {
     auto piece = [&](int k) {
-      return plan::PieceRef{model_.program.tasks[order_[static_cast<std::size_t>(k)]].op.value(), 0};
+      return plan::PieceRef{model_.program.tasks[order_[static_cast<std::size_t>(k)]].op.value(),
+                            0};
     };
     lower::Task const& w = model_.program.tasks[s.task];
-    return {w.tensor,      w.region,        0, piece(s.out_after), piece(s.in_before),
+    return {w.tensor,          w.region,           0, piece(s.out_after), piece(s.in_before),
             piece(s.in_after), piece(s.out_before)};
   }
 
   SwapRequest const& r_;
   StepModel const& model_;
-  std::vector<TaskId> order_;                            // per position
-  std::vector<int> pos_;                                 // per task
-  std::vector<std::vector<int>> uses_;                   // per task: its readers' positions
-  std::vector<std::uint32_t> home_;      // per task: its size's class (0: bytes)
-  std::vector<std::uint32_t> resource_;  // per task: where it is held now or was last
-  std::vector<std::int64_t> limit_, used_;               // per resource
-  std::vector<std::vector<Hold>> held_;                  // per task
+  std::vector<TaskId> order_;               // per position
+  std::vector<int> pos_;                    // per task
+  std::vector<std::vector<int>> uses_;      // per task: its readers' positions
+  std::vector<std::uint32_t> home_;         // per task: its size's class (0: bytes)
+  std::vector<std::uint32_t> resource_;     // per task: where it is held now or was last
+  std::vector<std::int64_t> limit_, used_;  // per resource
+  std::vector<std::vector<Hold>> held_;     // per task
   std::vector<int> last_access_;
   std::vector<bool> swapped_, resident_;
   std::vector<PendingSwap> swaps_;
@@ -252,8 +253,7 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
     return Error(ErrorCode::invalid_argument,
                  "the blocks held before the step (weights, optimizer state, inputs) take " +
                      format_bytes(Bytes(m.held_before_step)) + ", over the device's " +
-                     format_bytes(Bytes(capacity)) +
-                     "; swapping covers only what the step writes");
+                     format_bytes(Bytes(capacity)) + "; swapping covers only what the step writes");
   auto& a = m.allocation;
   a.sizes = m.bytes;
   std::sort(a.sizes.begin(), a.sizes.end());

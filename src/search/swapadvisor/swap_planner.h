@@ -53,7 +53,7 @@ struct SwapRequest {
   memory::Allocation const* allocation = nullptr;
   std::int64_t room_bytes = 0;
   Eviction eviction = Eviction::belady;
-  int idle_threshold = 1;    // positions; at least 1
+  int idle_threshold = 1;     // positions; at least 1
   bool early_copy_in = true;  // the second pass
 };
 

@@ -31,15 +31,25 @@ Status check_options(GeneticOptions const& g) {
 
 std::vector<OptionSpec> swapadvisor_options() {
   return {
-      {"population", OptionType::integer, "32",
-       "chromosomes per generation (the paper: 144); each crossover makes 4 children", {}},
-      {"mutation", OptionType::integer, "10",
+      {"population",
+       OptionType::integer,
+       "32",
+       "chromosomes per generation (the paper: 144); each crossover makes 4 children",
+       {}},
+      {"mutation",
+       OptionType::integer,
+       "10",
        "mutation rate in percent: of a schedule's picks made at random, of allocation genes "
        "changed",
        {}},
-      {"generations", OptionType::integer, "20",
-       "generations when no budget is given (with a budget: until it is spent)", {}},
-      {"idle", OptionType::integer, "2",
+      {"generations",
+       OptionType::integer,
+       "20",
+       "generations when no budget is given (with a budget: until it is spent)",
+       {}},
+      {"idle",
+       OptionType::integer,
+       "2",
        "ops a block must have been idle for before Belady's rule may evict it (its copy out has "
        "time to run)",
        {}},
@@ -56,13 +66,12 @@ Expected<plan::Plan> swapadvisor(SearchContext const& ctx, Options const& option
   CLEAVE_TRY(StepModel model, step_model(ctx));
   CLEAVE_TRY(GeneticResult r, run_genetic(ctx, model, g));
   std::ostringstream config;
-  config << "pool=" << memory::pool_to_string(memory::pool_of(model.allocation,
-                                                              r.best.chromosome.allocation))
-         << " swaps=" << r.best.swaps.size() << " swapped=" << format_bytes(Bytes(swapped_bytes(ctx.graph, r.best.swaps)))
-         << " step_s=" << r.best.step_s
-         << " first_population_best_s=" << r.first_population_best_s
+  config << "swaps=" << r.best.swaps.size()
+         << " swapped=" << format_bytes(Bytes(swapped_bytes(ctx.graph, r.best.swaps)))
+         << " step_s=" << r.best.step_s << " first_population_best_s=" << r.first_population_best_s
          << " generations=" << r.generations;
-  plan::Plan p = schedule_plan(ctx, r.best.chromosome.schedule, std::move(r.best.swaps));
+  plan::Plan p = schedule_plan(ctx, r.best.chromosome.schedule, std::move(r.best.swaps),
+                               memory::pool_of(model.allocation, r.best.chromosome.allocation));
   p.provenance.config = config.str();
   p.provenance.course = std::move(r.course);
   p.provenance.budget_exhausted = r.budget_exhausted;
@@ -73,8 +82,13 @@ Expected<plan::Plan> lru_swap(SearchContext const& ctx) {
   CLEAVE_TRY(StepModel model, step_model(ctx));
   auto topo = ctx.graph.topo_order();
   std::vector<ir::OpId> schedule(topo.begin(), topo.end());
-  SwapRequest request{model, schedule, nullptr, model.allocation.capacity, Eviction::lru,
-                      /*idle_threshold=*/1, /*early_copy_in=*/false};
+  SwapRequest request{model,
+                      schedule,
+                      nullptr,
+                      model.allocation.capacity,
+                      Eviction::lru,
+                      /*idle_threshold=*/1,
+                      /*early_copy_in=*/false};
   CLEAVE_TRY(std::vector<plan::Swap> swaps, plan_swaps(request));
   plan::Plan p = schedule_plan(ctx, schedule, std::move(swaps));
   p.provenance.config = "swaps=" + std::to_string(p.swaps.size()) +
