@@ -7,6 +7,7 @@
 #include "api/plan_input.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "ir/graph_json.h"
@@ -90,6 +91,7 @@ void print_rows(std::string const& model, std::string const& cluster,
 }  // namespace
 
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
+  auto const& stop = stop_on_interrupt();
   auto model = api::load_model(cmd.model, registry, cmd.training);
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
@@ -100,6 +102,7 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!ideal) return report(ideal.error());
   auto settings = search_settings(cmd.search, cmd.seed);
   if (!settings) return report(settings.error());
+  settings->budget.stop = &stop;
   plan::Plan p;
   auto row = plan_row(*model, *cost, cmd.cluster, cmd.algo, *settings, *ideal, registry, &p);
   if (!row) return report(row.error());
@@ -111,7 +114,11 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   rows.push_back(std::move(*row));
   print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
   if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
-  return 0;
+  if (!p.provenance.interrupted) return 0;
+  std::fprintf(stderr,
+               "interrupted: the search stopped early; the plan above is the best found%s\n",
+               cmd.output.empty() ? "" : (" (written to " + cmd.output + ")").c_str());
+  return interrupted_exit_code;
 }
 
 int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {

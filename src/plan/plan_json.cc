@@ -18,6 +18,7 @@ namespace {
 
 // Options, budget and budget_exhausted came with the search contract (issue 14), course with
 // flexflow (issue 15); plans that predate them load with none, unlimited, false and no course.
+// `interrupted` is written only when true (an interrupted search is the exception).
 json provenance_to_json(Provenance const& prov) {
   json options = json::object();
   for (auto const& [key, value] : prov.options)
@@ -29,6 +30,7 @@ json provenance_to_json(Provenance const& prov) {
               {"options", std::move(options)},      {"seed", prov.seed},
               {"budget", std::move(budget)},        {"budget_exhausted", prov.budget_exhausted},
               {"search_time_s", prov.search_time_s}};
+  if (prov.interrupted) out["interrupted"] = true;
   if (prov.course) {
     json best = json::array();
     for (auto const& [elapsed, step] : prov.course->best)
@@ -89,6 +91,7 @@ Provenance provenance_from_json(json const& prov) {
   }
   if (prov.contains("budget_exhausted"))
     out.budget_exhausted = prov.at("budget_exhausted").get<bool>();
+  if (prov.contains("interrupted")) out.interrupted = prov.at("interrupted").get<bool>();
   if (prov.contains("course")) {
     auto const& course = prov.at("course");
     SearchCourse c;

@@ -199,6 +199,7 @@ Expected<plan::Plan> make_plan(std::string const& algorithm, SearchContext const
   prov.seed = ctx.seed;
   if (ctx.budget.time) prov.budget_time_s = ctx.budget.time->value();
   prov.budget_iterations = ctx.budget.iterations;
+  prov.interrupted = ctx.budget.stop && ctx.budget.stop->load();
   prov.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

@@ -63,6 +63,9 @@ TEST(FlexFlow, NeverWorseThanItsStartingPlans) {
     double found = s.step_time(*p);
     EXPECT_LE(found, s.step_time(*data_parallel(ctx)));
     EXPECT_LE(found, s.step_time(*expert(ctx)));
+    auto tofu = make_plan("tofu", ctx);
+    ASSERT_TRUE(tofu.has_value()) << tofu.error().to_string();
+    EXPECT_LE(found, s.step_time(*tofu));
     EXPECT_NE(p->provenance.config.find("step_time_s="), std::string::npos);
   }
 }

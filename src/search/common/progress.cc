@@ -34,6 +34,7 @@ void SearchClock::report() {
 
 bool SearchClock::exhausted() const {
   auto const& budget = ctx_->budget;
+  if (budget.stop && budget.stop->load(std::memory_order_relaxed)) return true;
   if (budget.iterations && progress_.iterations >= *budget.iterations) return true;
   return budget.time && elapsed() >= *budget.time;
 }

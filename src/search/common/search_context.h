@@ -5,6 +5,7 @@
 // search.h registers them by name with the options each declares (options.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -24,6 +25,9 @@ namespace cleave::search {
 struct Budget {
   std::optional<Seconds> time;
   std::optional<std::int64_t> iterations;
+  // Set from outside while the search runs (the CLI's Ctrl-C handler): the search then stops as
+  // at the end of its budget, and the plan records that it was interrupted.
+  std::atomic<bool> const* stop = nullptr;
 };
 
 // A search's state as its progress callback sees it. `best_step_time` is the best predicted step

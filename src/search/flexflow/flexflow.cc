@@ -13,6 +13,7 @@
 #include "search/common/plan_util.h"
 #include "search/common/progress.h"
 #include "search/flexflow/config_space.h"
+#include "search/tofu/tofu.h"
 #include "sim/delta.h"
 #include "support/assert.h"
 
@@ -308,6 +309,15 @@ Expected<plan::Plan> Search::result(bool default_budget) const {
   return p;
 }
 
+// Tofu's plan with its default options, within the time budget (its iterations are DP steps, not
+// proposals, so the proposal budget does not apply to it).
+Expected<plan::Plan> tofu_plan(SearchContext const& ctx) {
+  SearchContext run = ctx;
+  run.budget.iterations.reset();
+  CLEAVE_TRY(auto options, Options::parse("tofu", tofu::tofu_options(), {}));
+  return tofu::tofu(run, options);
+}
+
 }  // namespace
 
 std::vector<OptionSpec> flexflow_options() {
@@ -328,6 +338,12 @@ std::vector<OptionSpec> flexflow_options() {
        "off",
        "whether configurations split reduction dimensions too (partial results reduced)",
        {"off", "on"}},
+      {"tofu_start",
+       OptionType::choice,
+       "on",
+       "also run a chain from Tofu's plan (cleave's addition: FlexFlow starts from data-parallel, "
+       "expert and random plans only; off reproduces the paper's search)",
+       {"on", "off"}},
       {"simulator",
        OptionType::choice,
        "delta",
@@ -351,6 +367,7 @@ Expected<plan::Plan> flexflow(SearchContext const& ctx, Options const& options) 
   std::vector<std::pair<std::string, Expected<plan::Plan>>> starts;
   starts.emplace_back("data-parallel", data_parallel(run));
   starts.emplace_back("expert", expert(run));
+  if (options.choice("tofu_start") == "on") starts.emplace_back("tofu", tofu_plan(run));
   starts.emplace_back("random", search.random_plan());
   int left = 0;
   for (auto const& [name, start] : starts)

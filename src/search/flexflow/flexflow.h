@@ -1,8 +1,9 @@
 // FlexFlow's search (SysML'19, PAPERS.md §2; issue 15): Metropolis-Hastings over per-op SOAP
 // configurations (config_space.h), every proposal priced by the delta simulator.
 //
-// Three chains run one after the other, from the data-parallel plan, the expert plan and a random
-// plan, each with a third of the budget. A proposal gives a random op either a random
+// Chains run one after the other, from the data-parallel plan, the expert plan, Tofu's plan
+// (cleave's addition, option tofu_start) and a random plan, each with an equal share of what is
+// left of the budget. A proposal gives a random op either a random
 // configuration or, half the time, its heaviest neighbour's (FlexFlow's propagation: the
 // neighbour across the edge whose tensor has the most bytes, its split carried over the
 // dimensions that index that tensor, on the same devices). It is accepted with probability
