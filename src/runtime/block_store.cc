@@ -95,7 +95,7 @@ Bytes block_bytes(ir::Graph const& graph, ir::TensorId tensor, tdl::Box const& r
 
 Status BlockStore::add(ir::TensorId tensor, tdl::Box region, std::vector<float> data, bool partial,
                        lower::TaskId task) {
-  Block block{tensor, std::move(region), std::move(data), partial, task, Bytes()};
+  Block block{tensor, std::move(region), std::move(data), partial, task, Charge{}};
   CLEAVE_ASSERT(static_cast<std::int64_t>(block.data.size()) == tdl::box_volume(block.region),
                 "a block's data does not match its region");
   CLEAVE_TRY(block.charged, arena_.allocate(block_bytes(graph_, block.tensor, block.region),

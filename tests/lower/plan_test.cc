@@ -18,8 +18,8 @@ TEST(PlanJson, RoundTripsAndRejectsBadFiles) {
   p.cluster = "cpu:devices=2";
   p.ops[0].degrees[0] = 2;
   p.ops[0].devices = {0, 1};
-  p.provenance = {"test",       "{\"x\":1}",  42,    0.5,         {},
-                  std::nullopt, std::nullopt, false, std::nullopt};
+  p.provenance = {"test",       "{\"x\":1}",  42,    0.5,   {},
+                  std::nullopt, std::nullopt, false, false, std::nullopt};
   ASSERT_TRUE(validate(p, g, *registry).is_ok());
   std::string text = plan_to_json(p);
   auto back = plan_from_json(text);

@@ -19,7 +19,7 @@ std::int64_t block_bytes(ir::Graph const& graph, ir::TensorId tensor, tdl::Box c
 // budget of bytes), and the intervals of positions each block holds it.
 class Walk {
  public:
-  Walk(SwapRequest const& r) : r_(r), model_(r.model) {
+  explicit Walk(SwapRequest const& r) : r_(r), model_(r.model) {
     std::size_t n = r.schedule.size();
     CLEAVE_ASSERT(n == model_.task_of_op.size(), "a schedule that is not every op once");
     order_.resize(n);
@@ -120,7 +120,7 @@ class Walk {
     return *it;
   }
 
-  // Whether t is read at k or k + 1 (it must stay) or is the block allocated at k.
+  // Whether t is read at k or k + 1: it must stay.
   bool pinned(TaskId t, int k) const {
     auto next = next_use(t, k - 1);
     return next && *next <= k + 1;
