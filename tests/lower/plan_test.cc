@@ -84,8 +84,8 @@ TEST(PlanJson, ProvenanceRoundTripsAndOlderOnesLoad) {
   auto g = *models::ModelZoo::with_builtins().build(
       "mlp:layers=1,hidden=4,input=3,classes=2,batch=4", *registry);
   Plan p = single_device_plan(g, *registry);
-  p.provenance = {"tofu", "ways=2", 7,    0.25,        {{"fetch", "shared"}, {"ways", "2"}},
-                  1.5,    3,        true, std::nullopt};
+  p.provenance = {"tofu", "ways=2", 7,    0.25,  {{"fetch", "shared"}, {"ways", "2"}},
+                  1.5,    3,        true, false, std::nullopt};
   std::string text = plan_to_json(p);
   auto back = plan_from_json(text);
   ASSERT_TRUE(back.has_value()) << back.error().to_string();

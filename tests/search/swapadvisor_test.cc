@@ -164,6 +164,17 @@ TEST(SwapAdvisor, NeverWorseThanTheBestOfItsFirstPopulation) {
   }
 }
 
+// Where the graph's order fits without copies, the first chromosome is the plan: one device runs
+// its ops one after another, so nothing is faster.
+TEST(SwapAdvisor, AStepThatFitsIsPlannedAtOnce) {
+  Planning s("v100x1");
+  auto p = make_plan("swapadvisor", s.context());
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  EXPECT_TRUE(p->swaps.empty());
+  ASSERT_TRUE(p->provenance.course.has_value());
+  EXPECT_EQ(p->provenance.course->iterations, 1);
+}
+
 TEST(SwapAdvisor, OneIterationLeavesAPlanThatFits) {
   Planning s("v100x1:memory=3MiB");
   auto ctx = s.context();

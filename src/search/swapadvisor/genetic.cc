@@ -32,14 +32,18 @@ class Genetic {
   }
 
   Expected<GeneticResult> run() {
-    std::vector<Scored> population;
-    for (std::int64_t i = 0; i < opt_.population; ++i)
+    std::vector<Scored> population{evaluate(initial(0))};
+    // One device runs its ops one after another: where the graph's order fits without copies, no
+    // other schedule, pool or swap makes the step faster.
+    bool fits = population[0].step_s != infeasible && population[0].swaps.empty();
+    for (std::int64_t i = 1; i < opt_.population && !fits; ++i)
       population.push_back(evaluate(initial(i)));
     rank(population);
     if (population[0].step_s == infeasible) return *first_error_;
     result_.first_population_best_s = population[0].step_s;
     auto unlimited = !ctx_.budget.time && !ctx_.budget.iterations;
-    while (!clock_.exhausted() && (!unlimited || result_.generations < opt_.generations)) {
+    while (!fits && !clock_.exhausted() &&
+           (!unlimited || result_.generations < opt_.generations)) {
       std::vector<Scored> children;
       for (std::int64_t k = 0; k < std::max<std::int64_t>(1, opt_.population / 4); ++k) {
         if (clock_.exhausted()) break;

@@ -57,12 +57,13 @@ class Walk {
       release_dead(k);
       TaskId t = order_[static_cast<std::size_t>(k)];
       CLEAVE_CHECK_OK(allocate(t, k));
-      if (k + 1 < n)
-        for (TaskId d : model_.reads[order_[static_cast<std::size_t>(k) + 1]])
-          if (!resident_[d]) CLEAVE_CHECK_OK(copy_in(d, k));
+      // Accessed at k before the copies back issued after k look for blocks to evict.
       for (TaskId d : model_.reads[t])
         last_access_[d] = k;
       last_access_[t] = k;
+      if (k + 1 < n)
+        for (TaskId d : model_.reads[order_[static_cast<std::size_t>(k) + 1]])
+          if (!resident_[d]) CLEAVE_CHECK_OK(copy_in(d, k));
     }
     for (TaskId t = 0; t < order_.size(); ++t)
       if (resident_[t]) held_[t].back().to = n - 1;
