@@ -97,8 +97,10 @@ std::vector<Algorithm> const& table() {
         "",
         {}},
        plain(swapadvisor::lru_swap)},
-      {{"ideal", "SwapAdvisor's Ideal: every op whole on device 0 with unlimited memory (single)",
-        "", {}},
+      {{"ideal",
+        "SwapAdvisor's Ideal: every op whole on device 0 with unlimited memory (single)",
+        "",
+        {}},
        plain(single)},
   };
   return all;

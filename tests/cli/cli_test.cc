@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "cli/cli_run.h"
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
-#include "cli/cli_run.h"
 #include "ops/op_registry.h"
 
 namespace cleave {

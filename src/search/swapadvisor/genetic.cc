@@ -42,8 +42,7 @@ class Genetic {
     if (population[0].step_s == infeasible) return *first_error_;
     result_.first_population_best_s = population[0].step_s;
     auto unlimited = !ctx_.budget.time && !ctx_.budget.iterations;
-    while (!fits && !clock_.exhausted() &&
-           (!unlimited || result_.generations < opt_.generations)) {
+    while (!fits && !clock_.exhausted() && (!unlimited || result_.generations < opt_.generations)) {
       std::vector<Scored> children;
       for (std::int64_t k = 0; k < std::max<std::int64_t>(1, opt_.population / 4); ++k) {
         if (clock_.exhausted()) break;
