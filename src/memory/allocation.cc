@@ -99,7 +99,8 @@ Expected<Allocation> repair(AllocationProblem const& problem, Allocation a) {
   if (floor > problem.capacity)
     return Error(ErrorCode::invalid_argument,
                  "the size classes need " + format_bytes(Bytes(floor)) +
-                     " for what one op holds at once, over the pool's capacity of " +
+                     " for the blocks held at once (an op's inputs and output; what the step keeps "
+                     "to its end, such as updated weights), over the pool's capacity of " +
                      format_bytes(Bytes(problem.capacity)));
   std::int64_t total = bytes_of(a.objects, object);
   if (total <= problem.capacity) return a;

@@ -89,7 +89,7 @@ TEST(Allocation, RepairAlwaysGivesAValidPool) {
       a.objects.push_back(std::uniform_int_distribution<std::int64_t>(-5, 1000)(rng));
     auto r = repair(p, a);
     if (!r) {
-      EXPECT_NE(r.error().to_string().find("for what one op holds at once"), std::string::npos);
+      EXPECT_NE(r.error().to_string().find("for the blocks held at once"), std::string::npos);
       continue;
     }
     ++repaired;

@@ -194,7 +194,7 @@ TEST(SwapAdvisor, ImpossibleCapsAndBadOptionsAreClearErrors) {
   };
   std::vector<Case> cases = {
       {"cpu:devices=1,memory=256KiB", "swapadvisor", {}, "swapping covers only what the step"},
-      {"cpu:devices=1,memory=1MiB", "swapadvisor", {}, "for what one op holds at once"},
+      {"cpu:devices=1,memory=1MiB", "swapadvisor", {}, "for the blocks held at once"},
       {"cpu:devices=1,memory=1MiB", "lru-swap", {}, "no room at position"},
       {"v100x1", "swapadvisor", {{"population", "1"}}, "population must be at least 2"},
       {"v100x1", "swapadvisor", {{"mutation", "101"}}, "percentage"},
