@@ -58,8 +58,8 @@ std::vector<float> random_floats(std::size_t n, std::mt19937& rng) {
 // One whole op through cleave's kernels, the registry's lookup included.
 Run cleave_run(runtime::KernelRegistry const& kernels, runtime::WholeOp& op) {
   return [&kernels, &op] {
-    auto const* k = kernels.find(op.call);
-    Status s = k->run(op.call);
+    auto const* k = kernels.find(op.piece->call);
+    Status s = k->run(op.piece->call);
     if (!s.is_ok()) die(s.error());
   };
 }
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
                         std::to_string(c.k) + "x" + std::to_string(c.n) +
                         (c.transpose_a ? " (A^T)" : "");
     auto t = median_ms({cleave_run(*kernels, *op), bare.matmul(c.m, c.k, c.n, c.transpose_a)});
-    row("matmul", shape, gflop, std::string(op->kernel->name()), t[0], t[1], -1);
+    row("matmul", shape, gflop, std::string(op->piece->kernel->name()), t[0], t[1], -1);
   }
   struct Conv {
     std::int64_t n, c, hw;
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
       auto op = must(runtime::whole_op(*registry, *kernels, names[kind], shapes, a));
       auto t = median_ms({cleave_run(*kernels, *op), bare.conv(kind, c.n, c.c, c.hw, c.c, false),
                           bare.conv(kind, c.n, c.c, c.hw, c.c, true)});
-      row(names[kind], shape, gflop, std::string(op->kernel->name()), t[0], t[1], t[2]);
+      row(names[kind], shape, gflop, std::string(op->piece->kernel->name()), t[0], t[1], t[2]);
     }
   }
   return 0;

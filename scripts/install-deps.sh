@@ -3,7 +3,8 @@
 # only what is missing. oneDNN is the runtime's kernels (its CMake config needs the OpenCL
 # headers); libonnx + protobuf the importer; python3-torch/torchvision/onnx export the importer's
 # test models; clang + its runtime build the importer's fuzz target (libFuzzer); METIS the
-# mincut search's partitioner.
+# mincut search's partitioner; pybind11 the Python module; chromium opens `cleave report`'s HTML in
+# its test (headless).
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +16,8 @@ PACKAGES=(
   python3-onnx python3-torch python3-torchvision python3-numpy
   clang libclang-rt-14-dev
   libmetis-dev
+  python3-dev pybind11-dev python3-pybind11
+  chromium
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include "api/plan_input.h"
 #include "autodiff/training_graph.h"
 #include "cli/commands.h"
+#include "cli/measure.h"
 #include "cluster/presets.h"
 #include "lower/program.h"
 #include "runtime/calibrate.h"
@@ -73,12 +74,8 @@ Expected<std::vector<Workload>> default_plans(ops::OpRegistry const& registry,
 int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) {
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
-  for (auto const& d : cluster->devices())
-    if (d.kind != "cpu-core")
-      return report(Error(ErrorCode::invalid_argument,
-                          "calibrate measures this machine's CPU cores: --cluster must be the "
-                          "cpu preset (cpu:devices=N), not '" +
-                              cmd.cluster + "'"));
+  auto cpu = require_cpu_cluster(*cluster, cmd.cluster, "calibrate measures");
+  if (!cpu) return report(cpu.error());
   auto work = given_plans(registry, cmd, *cluster);
   if (!work) return report(work.error());
   runtime::CalibrateOptions options;

@@ -1,13 +1,16 @@
 // `cleave plan` (make a plan and evaluate it), `cleave simulate` (evaluate a saved plan, optionally
-// writing the simulated timeline as a Chrome trace) and `cleave compare` (every algorithm side by
-// side on one model and cluster).
+// writing the simulated timeline as a Chrome trace), `cleave compare` (every algorithm side by
+// side on one model and cluster, optionally as HTML) and `cleave report` (a plan's HTML page).
 #include <cstdio>
 
 #include "api/evaluate.h"
+#include "api/html.h"
 #include "api/plan_input.h"
+#include "api/plan_search.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
+#include "cli/measure.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "ir/graph_json.h"
@@ -21,15 +24,11 @@
 namespace cleave::cli {
 namespace {
 
-// What a search is given besides the model and the cluster, from the command's flags.
-struct SearchSettings {
-  search::Budget budget;
-  search::OptionSettings options;
-  std::uint64_t seed = 0;
-};
-
-Expected<SearchSettings> search_settings(SearchFlags const& flags, std::uint64_t seed) {
-  SearchSettings out;
+// The search request of the command's flags (progress on stderr when it is a terminal).
+Expected<api::SearchRequest> search_request(std::string const& algo, SearchFlags const& flags,
+                                            std::uint64_t seed) {
+  api::SearchRequest out;
+  out.algorithm = algo;
   out.seed = seed;
   if (flags.budget_seconds) out.budget.time = Seconds(*flags.budget_seconds);
   out.budget.iterations = flags.budget_iterations;
@@ -37,34 +36,8 @@ Expected<SearchSettings> search_settings(SearchFlags const& flags, std::uint64_t
     CLEAVE_TRY(auto setting, split_assignment(text, "--option"));
     out.options.push_back(std::move(setting));
   }
+  out.progress = search::terminal_progress(stderr);
   return out;
-}
-
-// `ideal_step_s` is computed once per model and cluster (api::ideal_step_time) and shared by the
-// rows.
-Expected<report::PlanRow> plan_row(api::ModelInput const& model, cost::CostModel const& cost,
-                                   std::string const& cluster_spec, std::string const& algo,
-                                   SearchSettings const& settings, double ideal_step_s,
-                                   ops::OpRegistry const& registry,
-                                   plan::Plan* plan_out = nullptr) {
-  search::SearchContext ctx{model.training,
-                            registry,
-                            cost,
-                            cluster_spec,
-                            model.label,
-                            model.batch,
-                            settings.seed,
-                            settings.budget,
-                            settings.options,
-                            search::terminal_progress(stderr)};
-  CLEAVE_TRY(plan::Plan p, search::make_plan(algo, ctx));
-  report::PlanRow row;
-  row.algorithm = algo;
-  row.search_time_s = p.provenance.search_time_s;
-  CLEAVE_TRY(row.evaluation, api::evaluate(model, p, cost, registry));
-  row.ideal_step_time_s = ideal_step_s;
-  if (plan_out) *plan_out = std::move(p);
-  return row;
 }
 
 void print(std::string const& text) {
@@ -96,25 +69,28 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
-  auto cost = api::load_cost_model(*cluster, cmd.profile);
-  if (!cost) return report(cost.error());
+  auto pricing = load_pricing(*cluster, cmd.cluster, cmd.profile, cmd.measure, registry);
+  if (!pricing) return report(pricing.error());
+  auto const& cost = pricing->cost;
   auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
-  auto settings = search_settings(cmd.search, cmd.seed);
-  if (!settings) return report(settings.error());
-  settings->budget.stop = &stop;
-  plan::Plan p;
-  auto row = plan_row(*model, *cost, cmd.cluster, cmd.algo, *settings, *ideal, registry, &p);
+  auto request = search_request(cmd.algo, cmd.search, cmd.seed);
+  if (!request) return report(request.error());
+  request->budget.stop = &stop;
+  auto p = api::make_plan(*model, *cost, cmd.cluster, *request, registry);
+  if (!p) return report(p.error());
+  auto row = api::plan_row(*model, *p, *cost, *ideal, registry);
   if (!row) return report(row.error());
   if (!cmd.output.empty()) {
-    auto st = plan::save_plan(p, cmd.output);
+    auto st = plan::save_plan(*p, cmd.output);
     if (!st) return report(st.error());
   }
   std::vector<report::PlanRow> rows;
   rows.push_back(std::move(*row));
-  print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
+  print_rows(model->label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(*pricing); !st) return report(st.error());
   if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
-  if (!p.provenance.interrupted) return 0;
+  if (!p->provenance.interrupted) return 0;
   std::fprintf(stderr,
                "interrupted: the search stopped early; the plan above is the best found%s\n",
                cmd.output.empty() ? "" : (" (written to " + cmd.output + ")").c_str());
@@ -125,8 +101,9 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
   auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
   if (!input) return report(input.error());
   auto const& [p, model, cluster] = *input;
-  auto cost = api::load_cost_model(cluster, cmd.profile);
-  if (!cost) return report(cost.error());
+  auto pricing = load_pricing(cluster, p.cluster, cmd.profile, cmd.measure, registry);
+  if (!pricing) return report(pricing.error());
+  auto const& cost = pricing->cost;
   auto evaluation = api::evaluate(model, p, *cost, registry);
   if (!evaluation)
     return report(evaluation.error().with_context("in plan file '" + cmd.plan + "'"));
@@ -142,7 +119,8 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
   }
   std::vector<report::PlanRow> rows;
   rows.push_back(std::move(row));
-  print_rows(model.label, p.cluster, rows, cmd.profile, cmd.json);
+  print_rows(model.label, p.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(*pricing); !st) return report(st.error());
   return 0;
 }
 
@@ -151,24 +129,36 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   if (!model) return report(model.error());
   auto cluster = cluster::load_cluster(cmd.cluster);
   if (!cluster) return report(cluster.error());
-  std::vector<std::string> algos = cmd.algos.empty() ? search::algorithms() : cmd.algos;
-  auto cost = api::load_cost_model(*cluster, cmd.profile);
-  if (!cost) return report(cost.error());
-  auto ideal = api::ideal_step_time(*model, *cost, registry);
-  if (!ideal) return report(ideal.error());
-  auto settings = search_settings(cmd.search, /*seed=*/0);
-  if (!settings) return report(settings.error());
-  std::vector<report::PlanRow> rows;
-  for (auto const& a : algos) {
-    SearchSettings own = *settings;
-    auto options = search::settings_for(a, algos, settings->options);
-    if (!options) return report(options.error());
-    own.options = std::move(*options);
-    auto row = plan_row(*model, *cost, cmd.cluster, a, own, *ideal, registry);
-    if (!row) return report(row.error().with_context("in algorithm '" + a + "'"));
-    rows.push_back(std::move(*row));
+  auto pricing = load_pricing(*cluster, cmd.cluster, cmd.profile, cmd.measure, registry);
+  if (!pricing) return report(pricing.error());
+  auto const& cost = pricing->cost;
+  auto request = search_request("", cmd.search, /*seed=*/0);
+  if (!request) return report(request.error());
+  std::vector<plan::Plan> plans;
+  auto rows = api::compare(*model, *cost, cmd.cluster, cmd.algos, *request, registry, &plans);
+  if (!rows) return report(rows.error());
+  if (!cmd.html.empty()) {
+    auto html = api::compare_html(*model, cmd.cluster, *cost, plans, *rows, registry);
+    if (!html) return report(html.error());
+    auto st = write_file_atomic(cmd.html, *html);
+    if (!st) return report(st.error());
   }
-  print_rows(model->label, cmd.cluster, rows, cmd.profile, cmd.json);
+  print_rows(model->label, cmd.cluster, *rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(*pricing); !st) return report(st.error());
+  if (!cmd.json && !cmd.html.empty()) std::printf("\nwrote %s\n", cmd.html.c_str());
+  return 0;
+}
+
+int run_report(ops::OpRegistry const& registry, ReportCommand const& cmd) {
+  auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
+  if (!input) return report(input.error());
+  auto cost = api::load_cost_model(input->cluster, cmd.profile);
+  if (!cost) return report(cost.error());
+  auto html = api::report_html(*input, *cost, cmd.run, registry);
+  if (!html) return report(html.error().with_context("in plan file '" + cmd.plan + "'"));
+  auto st = write_file_atomic(cmd.output, *html);
+  if (!st) return report(st.error());
+  std::printf("wrote %s\n", cmd.output.c_str());
   return 0;
 }
 

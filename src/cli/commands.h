@@ -77,6 +77,7 @@ struct PlanCommand {
   std::string algo = "data-parallel";
   std::string output;   // empty: do not write the plan
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
+  std::string measure;  // --measure FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   SearchFlags search;
   std::uint64_t seed = 0;
@@ -88,6 +89,7 @@ struct SimulateCommand {
   std::string plan;     // a cleave.plan/2 file; its model and cluster are rebuilt from it
   std::string trace;    // empty: no trace
   std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
+  std::string measure;  // --measure FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   bool json = false;
 };
@@ -98,11 +100,23 @@ struct CompareCommand {
   std::string cluster;
   std::vector<std::string> algos;  // empty: every algorithm
   std::string profile;             // a cleave.profile/1 table; empty: the roofline's defaults
+  std::string measure;             // --measure FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   SearchFlags search;  // an option applies to every compared algorithm that declares it
+  std::string html;    // empty: no HTML report; else the plans side by side (docs/report.md)
   bool json = false;
 };
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
+
+struct ReportCommand {
+  std::string plan;     // a cleave.plan/2 file; its model and cluster are rebuilt from it
+  std::string run;      // empty: none; else a run's Chrome trace (cleave run --trace)
+  std::string output;   // the HTML file
+  std::string profile;  // a cleave.profile/1 table; empty: the roofline's defaults
+  api::TrainingFlags training;
+};
+// One self-contained HTML page of the plan (docs/report.md).
+int run_report(ops::OpRegistry const& registry, ReportCommand const& cmd);
 
 struct RunCommand {
   std::string plan;         // a cleave.plan/2 file; its model and cluster are rebuilt from it

@@ -25,6 +25,7 @@ struct Options {
   cli::PlanCommand plan;
   cli::SimulateCommand simulate;
   cli::CompareCommand compare;
+  cli::ReportCommand report;
   cli::RunCommand run;
   cli::CalibrateCommand calibrate;
 };
@@ -32,6 +33,9 @@ struct Options {
 std::string const profile_help =
     "a cleave.profile/1 table of measured piece times and per-device calibrations that "
     "override the roofline (docs/formats.md)";
+std::string const measure_help =
+    "time each piece FILE (cleave.profile/1) lacks with this machine's CPU kernels as plans are "
+    "priced, and add it to FILE for later runs (cpu clusters; FlexFlow's measure-once)";
 std::string const model_help =
     "a zoo model NAME[:key=value,...] (`cleave models`), a cleave.graph/1 file (.json) or an "
     "ONNX model (.onnx)";
@@ -127,7 +131,7 @@ void add_model_commands(CLI::App& app, Options& o) {
   add_training(import, o.import.training);
 }
 
-// plan, simulate, compare.
+// plan, simulate, compare, report.
 void add_plan_commands(CLI::App& app, Options& o) {
   auto* plan = app.add_subcommand("plan", "make a plan for a model on a cluster and evaluate it");
   plan->add_option("model", o.plan.model, model_help)->required();
@@ -139,6 +143,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
   plan->add_option("--seed", o.plan.seed, "seed of randomised algorithms");
   plan->add_flag("--json", o.plan.json, "print cleave.compare/1 JSON");
   plan->add_option("--profile", o.plan.profile, profile_help);
+  plan->add_option("--measure", o.plan.measure, measure_help);
   add_training(plan, o.plan.training);
   add_search(plan, o.plan.search);
 
@@ -150,6 +155,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
                        "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
   simulate->add_flag("--json", o.simulate.json, "print cleave.compare/1 JSON");
   simulate->add_option("--profile", o.simulate.profile, profile_help);
+  simulate->add_option("--measure", o.simulate.measure, measure_help);
   add_training(simulate, o.simulate.training);
 
   auto* compare = app.add_subcommand(
@@ -160,9 +166,25 @@ void add_plan_commands(CLI::App& app, Options& o) {
   compare->add_option("--algos", o.compare.algos, "algorithms, comma separated (default: all)")
       ->delimiter(',');
   compare->add_flag("--json", o.compare.json, "print cleave.compare/1 JSON");
+  compare->add_option("--html", o.compare.html,
+                      "also write the plans side by side as one self-contained HTML page "
+                      "(docs/report.md)");
   compare->add_option("--profile", o.compare.profile, profile_help);
+  compare->add_option("--measure", o.compare.measure, measure_help);
   add_training(compare, o.compare.training);
   add_search(compare, o.compare.search);
+
+  auto* report = app.add_subcommand(
+      "report", "write a saved plan as one self-contained HTML page: timeline and memory per "
+                "device, what overflows and what would fix it, communication per link, the plan "
+                "per op (docs/report.md)");
+  report->add_option("plan", o.report.plan, "a cleave.plan/2 file")->required();
+  report->add_option("--run", o.report.run,
+                     "a measured Chrome trace of the plan (cleave run PLAN --trace RUN.json), "
+                     "drawn beside the simulated timeline");
+  report->add_option("-o,--output", o.report.output, "the HTML file to write")->required();
+  report->add_option("--profile", o.report.profile, profile_help);
+  add_training(report, o.report.training);
 }
 
 // run, calibrate.
@@ -220,6 +242,7 @@ int dispatch(CLI::App const& app, ops::OpRegistry const& registry, Options const
   if (app.got_subcommand("plan")) return cli::run_plan(registry, o.plan);
   if (app.got_subcommand("simulate")) return cli::run_simulate(registry, o.simulate);
   if (app.got_subcommand("compare")) return cli::run_compare(registry, o.compare);
+  if (app.got_subcommand("report")) return cli::run_report(registry, o.report);
   if (app.got_subcommand("run")) return cli::run_run(registry, o.run);
   if (app.got_subcommand("calibrate")) return cli::run_calibrate(registry, o.calibrate);
   return cli::run_check_graph(registry, o.check_graph);

@@ -7,18 +7,19 @@ namespace cleave::cost {
 ComputeCost CostModel::compute(ComputeRequest const& r) const {
   auto const& dev = cluster_->device(r.device);
   DeviceCalibration const* calibration = nullptr;
-  if (profile_) {
-    if (profile_->has_entries()) {
-      std::string attrs = r.attrs ? r.attrs->to_string() : std::string();
-      std::vector<std::int64_t> extents;
-      extents.reserve(r.box.size());
-      for (auto const& interval : r.box)
-        extents.push_back(interval.size());
-      if (auto const* m = profile_->find({r.op_type, attrs, extents, r.dtype, dev.kind}))
-        return {m->seconds, /*measured=*/true};
-    }
-    calibration = profile_->calibration(dev.kind);
+  if ((profile_ && profile_->has_entries()) || measurer_) {
+    std::string attrs = r.attrs ? r.attrs->to_string() : std::string();
+    std::vector<std::int64_t> extents;
+    extents.reserve(r.box.size());
+    for (auto const& interval : r.box)
+      extents.push_back(interval.size());
+    ProfileKeyView key{r.op_type, attrs, extents, r.dtype, dev.kind};
+    if (auto const* m = profile_ ? profile_->find(key) : nullptr)
+      return {m->seconds, /*measured=*/true};
+    if (auto m = measurer_ ? measurer_->measure(r, key) : std::nullopt)
+      return {m->seconds, /*measured=*/true};
   }
+  if (profile_) calibration = profile_->calibration(dev.kind);
   // Integer ops and dtypes a device lacks run at its fp32 rate (or its best rate).
   auto peak = dev.peak_for(r.dtype);
   if (!peak) peak = dev.peak_for(ir::DType::fp32);

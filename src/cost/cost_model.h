@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 #include "cluster/cluster.h"
 #include "cost/profile_table.h"
 #include "ir/attrs.h"
+#include "ir/graph.h"
 #include "tdl/piece.h"
 
 namespace cleave::cost {
@@ -46,6 +48,24 @@ struct ComputeRequest {
   Flops flops;
   Bytes bytes;  // read and written
   cluster::DeviceId device;
+  // The op this is a piece of, for a PieceMeasurer; null for work that is not one op's piece (a
+  // reduce task).
+  ir::Graph const* graph = nullptr;
+  ir::OpId op;
+};
+
+// Measures pieces on demand (issue 15, FlexFlow's "measure each configuration once"): the cost
+// model asks it for a piece its profile table lacks, before falling back to the roofline. The
+// runtime implements it with its kernels (runtime/piece_timer.h); cost never includes the runtime,
+// the caller injects it. Called from the threads that price plans: implementations are
+// thread-safe and keep what they measured.
+class PieceMeasurer {
+ public:
+  virtual ~PieceMeasurer() = default;
+  // The piece's time, or nothing where this measurer does not run it (another device kind, work
+  // that is not an op's piece): the roofline prices it then.
+  virtual std::optional<Measurement> measure(ComputeRequest const& request,
+                                             ProfileKeyView const& key) = 0;
 };
 
 struct ComputeCost {
@@ -59,8 +79,9 @@ class CostModel {
                      std::optional<ProfileTable> profile = std::nullopt)
       : cluster_(&cluster), options_(std::move(options)), profile_(std::move(profile)) {}
 
-  // The profile table's measurement of exactly this piece if it has one, else the roofline with
-  // the table's calibration of the device's kind where it gives one, else with `options()`.
+  // The profile table's measurement of exactly this piece if it has one, else the measurer's
+  // (set_measurer), else the roofline with the table's calibration of the device's kind where it
+  // gives one, else with `options()`.
   ComputeCost compute(ComputeRequest const& request) const;
   // Moving `bytes` from one device to another along the cluster's route.
   Seconds transfer(Bytes bytes, cluster::DeviceId from, cluster::DeviceId to) const;
@@ -70,11 +91,13 @@ class CostModel {
   cluster::Cluster const& cluster() const { return *cluster_; }
   CostOptions const& options() const { return options_; }
   ProfileTable const* profile() const { return profile_ ? &*profile_ : nullptr; }
+  void set_measurer(std::shared_ptr<PieceMeasurer> measurer) { measurer_ = std::move(measurer); }
 
  private:
   cluster::Cluster const* cluster_;
   CostOptions options_;
   std::optional<ProfileTable> profile_;
+  std::shared_ptr<PieceMeasurer> measurer_;
 };
 
 }  // namespace cleave::cost

@@ -92,9 +92,9 @@ struct Provenance {
   std::optional<double> budget_time_s;
   std::optional<std::int64_t> budget_iterations;
   bool budget_exhausted = false;  // the search stopped at its budget with the best plan so far
-  bool interrupted = false;       // stopped from outside (Ctrl-C) with the best plan so far
   // The course of a search that records one (flexflow); absent for the others.
   std::optional<SearchCourse> course;
+  bool interrupted = false;  // stopped from outside (Ctrl-C) with the best plan so far
 };
 
 struct Plan {

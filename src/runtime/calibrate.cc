@@ -36,16 +36,6 @@ template <typename Work> double timed_median(int repeats, Work const& work) {
   return median(std::move(seconds));
 }
 
-// One op of a one-op graph run whole through the kernel registry: what it takes per call.
-Expected<double> seconds_per_call(WholeOp const& o, int repeats) {
-  Status failed = Status::ok();
-  double s = timed_median(repeats, [&] {
-    if (failed) failed = o.run();
-  });
-  if (!failed) return std::move(failed).error();
-  return s;
-}
-
 struct KeyLess {
   bool operator()(cost::ProfileKey const& a, cost::ProfileKey const& b) const {
     return std::tie(a.op, a.attrs, a.extents, a.dtype) <
@@ -54,6 +44,15 @@ struct KeyLess {
 };
 
 }  // namespace
+
+Expected<double> seconds_per_call(PieceRun const& piece, int repeats) {
+  Status failed = Status::ok();
+  double s = timed_median(repeats, [&] {
+    if (failed) failed = piece.run();
+  });
+  if (!failed) return std::move(failed).error();
+  return s;
+}
 
 int threads_per_device(CalibrateOptions const& options) {
   if (options.threads_per_device > 0) return options.threads_per_device;
@@ -77,12 +76,12 @@ Expected<MachineRates> measure_machine(KernelRegistry const& kernels,
         out = std::move(mm).error();
         return;
       }
-      auto s = seconds_per_call(**mm, options.repeats);
+      auto s = seconds_per_call(*(*mm)->piece, options.repeats);
       if (!s) {
         out = std::move(s).error();
         return;
       }
-      best = std::max(best, (*mm)->piece.flops.value() / *s);
+      best = std::max(best, (*mm)->piece->piece.flops.value() / *s);
     }
     rates.peak = FlopsPerSecond(best);
     std::int64_t elements = std::int64_t{1} << 23;  // 32 MiB per fp32 operand: past the caches
@@ -92,14 +91,14 @@ Expected<MachineRates> measure_machine(KernelRegistry const& kernels,
       out = !add ? std::move(add).error() : std::move(tiny).error();
       return;
     }
-    auto add_s = seconds_per_call(**add, options.repeats);
-    auto tiny_s = seconds_per_call(**tiny, options.repeats * 10);
+    auto add_s = seconds_per_call(*(*add)->piece, options.repeats);
+    auto tiny_s = seconds_per_call(*(*tiny)->piece, options.repeats * 10);
     if (!add_s || !tiny_s) {
       out = !add_s ? std::move(add_s).error() : std::move(tiny_s).error();
       return;
     }
-    double add_bytes =
-        static_cast<double>((*add)->piece.bytes_read.value() + (*add)->piece.bytes_written.value());
+    double add_bytes = static_cast<double>((*add)->piece->piece.bytes_read.value() +
+                                           (*add)->piece->piece.bytes_written.value());
     rates.memory_bandwidth = BytesPerSecond(add_bytes / *add_s);
     rates.launch = Seconds(*tiny_s);
     std::vector<char> from(std::size_t{1} << 26, 1), to(from.size(), 0);

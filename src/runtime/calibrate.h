@@ -16,6 +16,7 @@
 #include "runtime/comm_backend.h"
 #include "runtime/executor.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/whole_op.h"
 #include "support/units.h"
 
 namespace cleave::runtime {
@@ -36,6 +37,10 @@ struct MachineRates {
 };
 
 int threads_per_device(CalibrateOptions const& options);
+
+// What one run of the piece takes on the calling thread: the median of `repeats` timed runs after
+// two warm-up runs (primitive creation, first touch of the buffers).
+Expected<double> seconds_per_call(PieceRun const& piece, int repeats);
 
 // Runs the micro-benchmarks with the kernels of `kernels` (each on `threads_per_device` threads).
 Expected<MachineRates> measure_machine(KernelRegistry const& kernels,

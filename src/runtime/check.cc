@@ -33,6 +33,7 @@ Expected<TrainingRun> run_training(Executor const& executor, TrainingConfig cons
     }
     step->values.clear();
     run.steps.push_back(std::move(*step));
+    if (config.on_step) config.on_step(s + 1);
   }
   return run;
 }

@@ -15,6 +15,7 @@
 // sums, so results agree to rounding, not bit for bit).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct TrainingConfig {
   int steps = 1;
   std::uint64_t seed = 0;  // of the synthetic data
   ExecOptions exec;
+  std::function<void(int done)> on_step = {};  // after each step (a progress display); may be empty
 };
 
 struct TrainingRun {

@@ -19,6 +19,7 @@
 #include "runtime/collective_part.h"
 #include "runtime/comm_backend.h"
 #include "runtime/jobs.h"
+#include "runtime/whole_op.h"
 #include "support/assert.h"
 #include "tdl/interpreter.h"
 
@@ -59,10 +60,6 @@ using Clock = std::chrono::steady_clock;
 using lower::Task;
 using lower::TaskId;
 using lower::TaskKind;
-
-std::vector<float> to_float(std::vector<double> const& v) {
-  return {v.begin(), v.end()};
-}
 
 float reducer_identity_f(tdl::Reducer r) {
   return static_cast<float>(tdl::reducer_identity(r));
@@ -398,29 +395,10 @@ class StepRun {
         return std::move(st).error().with_context("in kernel " + std::string(kernel->name()));
       ++stats.kernel_tasks;
     } else {
-      CLEAVE_TRY(out, interpret(op, bound, info, task, call.inputs));
+      CLEAVE_TRY(out, interpret_piece(s_.graph, op, bound, info, task.iteration, call.inputs));
       ++stats.interpreted_tasks;
     }
     return store(task.device).add(task.tensor, info.output, std::move(out), task.partial, id);
-  }
-
-  // The TDL reference interpreter on the piece (the fallback where no kernel handles it).
-  Expected<std::vector<float>> interpret(ir::Op const& op, tdl::BoundOp const& bound,
-                                         tdl::PieceInfo const& info, Task const& task,
-                                         std::vector<ConstBlock> const& inputs) {
-    std::vector<tdl::TensorData> data;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      auto const& shape = s_.graph.tensor(op.inputs[i]).type.shape;
-      if (info.inputs[i].empty())
-        data.push_back(tdl::TensorData::zeros(shape, tdl::Box(info.inputs[i].box.size())));
-      else
-        data.push_back({shape,
-                        info.inputs[i].box,
-                        {inputs[i].data, inputs[i].data + tdl::box_volume(inputs[i].region)}});
-    }
-    CLEAVE_TRY(tdl::TensorData out, tdl::evaluate(bound, task.iteration, data));
-    CLEAVE_ASSERT(out.region == info.output, "the interpreter wrote another region");
-    return to_float(out.values);
   }
 
   // Whole values of produced and captured tensors, from every device, the host and the captures.

@@ -70,7 +70,7 @@ std::vector<Algorithm> const& table() {
        plain(tofu::equal_chop)},
       {{"flexflow",
         "FlexFlow: MCMC over per-op SOAP configurations (degrees per dimension, devices per "
-        "piece) from data-parallel, expert and random plans, priced by the delta simulator",
+        "piece) from data-parallel, expert, tofu and random plans, priced by the delta simulator",
         "one proposal priced by the delta simulator (no budget given: " +
             std::to_string(flexflow::default_iterations) + " proposals)",
         flexflow::flexflow_options()},

@@ -8,13 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
-#include "cli/cli_run.h"
+#include "cli_util.h"
 #include "ir/graph_builder.h"
 #include "ir/graph_json.h"
 #include "ops/op_registry.h"
 
 namespace cleave {
 namespace {
+
+using namespace cli_test;
 
 std::string small_graph_json() {
   auto registry = ops::OpRegistry::with_builtins();

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/cli_run.h"
+#include "cli_util.h"
 
 namespace cleave {
 namespace {
+
+using namespace cli_test;
 
 TEST(Cli, SwapAdvisorTrainsAModelOverThreeTimesTheCap) {
   std::string model = "mlp:layers=24,hidden=64,input=64,classes=10,batch=4096";

@@ -18,8 +18,8 @@ TEST(PlanJson, RoundTripsAndRejectsBadFiles) {
   p.cluster = "cpu:devices=2";
   p.ops[0].degrees[0] = 2;
   p.ops[0].devices = {0, 1};
-  p.provenance = {"test",       "{\"x\":1}",  42,    0.5,   {},
-                  std::nullopt, std::nullopt, false, false, std::nullopt};
+  p.provenance = {"test",       "{\"x\":1}",  42,    0.5,         {},
+                  std::nullopt, std::nullopt, false, std::nullopt};
   ASSERT_TRUE(validate(p, g, *registry).is_ok());
   std::string text = plan_to_json(p);
   auto back = plan_from_json(text);
@@ -84,8 +84,8 @@ TEST(PlanJson, ProvenanceRoundTripsAndOlderOnesLoad) {
   auto g = *models::ModelZoo::with_builtins().build(
       "mlp:layers=1,hidden=4,input=3,classes=2,batch=4", *registry);
   Plan p = single_device_plan(g, *registry);
-  p.provenance = {"tofu", "ways=2", 7,    0.25,  {{"fetch", "shared"}, {"ways", "2"}},
-                  1.5,    3,        true, false, std::nullopt};
+  p.provenance = {"tofu", "ways=2", 7,    0.25,         {{"fetch", "shared"}, {"ways", "2"}},
+                  1.5,    3,        true, std::nullopt, /*interrupted=*/true};
   std::string text = plan_to_json(p);
   auto back = plan_from_json(text);
   ASSERT_TRUE(back.has_value()) << back.error().to_string();
@@ -93,6 +93,7 @@ TEST(PlanJson, ProvenanceRoundTripsAndOlderOnesLoad) {
   EXPECT_EQ(back->provenance.budget_time_s, std::optional<double>(1.5));
   EXPECT_EQ(back->provenance.budget_iterations, std::optional<std::int64_t>(3));
   EXPECT_TRUE(back->provenance.budget_exhausted);
+  EXPECT_TRUE(back->provenance.interrupted);
   EXPECT_EQ(plan_to_json(*back), text);
 
   std::string old = text;

@@ -1,12 +1,10 @@
 #include "search/common/progress.h"
 
-#include <unistd.h>
-
-#include <memory>
 #include <string>
 
 #include "cluster/quantity_text.h"
 #include "support/format_bytes.h"
+#include "support/progress_line.h"
 
 namespace cleave::search {
 
@@ -40,28 +38,16 @@ bool SearchClock::exhausted() const {
 }
 
 ProgressFn terminal_progress(std::FILE* out) {
-  if (!isatty(fileno(out))) return {};
-  struct Display {
-    bool shown = false;
-    Seconds last{0};
-  };
-  auto display = std::make_shared<Display>();
-  return [out, display](Progress const& p) {
-    if (p.done) {
-      if (display->shown) std::fputs("\r\033[K", out);
-      display->shown = false;
-      return;
-    }
-    if (p.elapsed < Seconds(2) || (display->shown && p.elapsed < display->last + Seconds(0.1)))
-      return;
-    std::string line = "searching: " + std::to_string(p.iterations) + " iterations";
-    if (p.best_step_time) line += ", best step " + cluster::format_seconds(*p.best_step_time);
-    if (p.best_comm) line += ", least traffic " + format_bytes(*p.best_comm);
-    line += ", " + cluster::format_seconds(p.elapsed) + " elapsed";
-    std::fprintf(out, "\r\033[K%s", line.c_str());
-    std::fflush(out);
-    display->shown = true;
-    display->last = p.elapsed;
+  auto line = ProgressLine::on_terminal(out);
+  if (!line) return {};
+  return [line](Progress const& p) {
+    if (p.done) return line->clear();
+    if (!line->due(p.elapsed)) return;
+    std::string text = "searching: " + std::to_string(p.iterations) + " iterations";
+    if (p.best_step_time) text += ", best step " + cluster::format_seconds(*p.best_step_time);
+    if (p.best_comm) text += ", least traffic " + format_bytes(*p.best_comm);
+    text += ", " + cluster::format_seconds(p.elapsed) + " elapsed";
+    line->show(p.elapsed, text);
   };
 }
 

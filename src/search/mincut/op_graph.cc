@@ -68,7 +68,7 @@ struct Builder {
           if (fresh)
             it->second = ctx.cost
                              .compute({op.type, &op.attrs, dtype, box, info.flops,
-                                       info.bytes_read + info.bytes_written, device_id(d)})
+                                       info.bytes_read + info.bytes_written, device_id(d), &g, id})
                              .time.value();
           facts.seconds.push_back(it->second);
         }

@@ -1,37 +1,26 @@
-// Runs the `cleave` program as a test would: a real process, its streams captured in files of a
-// scratch directory per test process.
-#pragma once
+#include "cli_util.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <string>
 #include <sys/wait.h>
 
-namespace cleave {
+namespace cleave::cli_test {
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-inline std::filesystem::path scratch() {
+std::filesystem::path scratch() {
   auto dir =
       std::filesystem::temp_directory_path() / ("cleave_cli_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }
 
-inline std::string slurp(std::filesystem::path const& p) {
+std::string slurp(std::filesystem::path const& p) {
   std::ifstream in(p);
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// Runs `cleave ARGS` (ARGS already shell-quoted) and captures both streams.
-inline Outcome cleave(std::string const& args) {
+Outcome cleave(std::string const& args) {
   auto dir = scratch();
   std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
                     " 2>" + (dir / "err").string();
@@ -43,10 +32,10 @@ inline Outcome cleave(std::string const& args) {
   return r;
 }
 
-inline std::string write(std::string const& name, std::string const& text) {
+std::string write(std::string const& name, std::string const& text) {
   auto path = scratch() / name;
   std::ofstream(path) << text;
   return path.string();
 }
 
-}  // namespace cleave
+}  // namespace cleave::cli_test
