@@ -3,11 +3,11 @@
 
 For FlexFlow's models (AlexNet, Inception-v3, ResNet-101, an RNN language model, NMT) and
 ParDNN's kind of large sequential models (GPT, BERT, a deep RNN) on dgx2 and p100-4x4, runs
-`cleave compare MODEL --cluster C --algos mincut,mincut-split,expert --json` and, for the two
+`cleave compare MODEL --cluster C --algos mincut,mincut-split,pardnn,expert --json` and, for the two
 mincut searches, `cleave plan` to read their provenance (cut bytes, balance, METIS time), and
 prints a Markdown table: simulated step time, samples/s, whether the plan fits, the bytes moved
 per step, the bytes cut (the op graph's estimate METIS minimised), the busiest device's time over
-its target, METIS's time and the whole search's. pardnn joins the table once it exists.
+its target, METIS's time and the whole search's; pardnn beside them.
 
   mincut_eval.py [--cleave BIN] [--timeout S]
 """
@@ -29,7 +29,7 @@ cost model; no profile). Models: FlexFlow's (AlexNet, Inception-v3, ResNet-101, 
 model, NMT; zoo defaults unless the spec says otherwise, docs/zoo.md) and ParDNN's kind of large
 sequential models (GPT and BERT at the zoo's defaults, an 8-layer RNN of hidden 4096). Clusters:
 dgx2 (16 V100 on one NVSwitch: ParDNN's) and p100-4x4 (4 nodes of 4 P100, NVLink in a node,
-100 Gb/s InfiniBand between: FlexFlow's). `pardnn` joins the table when it exists (issue 16).
+100 Gb/s InfiniBand between: FlexFlow's); `pardnn` (issue 16) beside them.
 
 Columns: the simulated step time and samples/s; whether every device's peak fits its memory;
 the bytes the lowered program moves per step; `cut`, what METIS minimised (the op graph's edge
@@ -39,7 +39,7 @@ device's compute over its target by speed (METIS's tolerance is 1.03 per cut: p1
 twice, nodes then devices, so up to 1.03^2); METIS's time and the whole search's (graph, METIS,
 list schedule, the simulation the memory repair starts with).
 """
-ALGOS = ["mincut", "mincut-split", "expert"]
+ALGOS = ["mincut", "mincut-split", "pardnn", "expert"]
 CLUSTERS = ["dgx2", "p100-4x4"]
 MODELS = [
     ("AlexNet", "alexnet"),

@@ -138,22 +138,38 @@ def models():
     }
 
 
+def script_version(script):
+    """A hash of an export script: its models are re-exported when it changes."""
+    with open(script, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def is_current(out, name, version):
+    """Whether MODEL.onnx and MODEL.json exist and were written by this version of the script."""
+    path, sidecar = os.path.join(out, name + ".onnx"), os.path.join(out, name + ".json")
+    if not (os.path.exists(path) and os.path.exists(sidecar)):
+        return False
+    with open(sidecar) as f:
+        return json.load(f).get("script") == version
+
+
+def write_sidecar(out, name, meta):
+    sidecar = os.path.join(out, name + ".json")
+    with open(sidecar + ".tmp", "w") as f:
+        json.dump(meta, f, indent=1)
+    os.replace(sidecar + ".tmp", sidecar)
+
+
 def main():
     out = sys.argv[1]
     wanted = sys.argv[2:]
     os.makedirs(out, exist_ok=True)
-    with open(__file__, "rb") as f:
-        version = hashlib.sha256(f.read()).hexdigest()[:16]
+    version = script_version(__file__)
     torch.manual_seed(0)
     for name, (make, example, opset) in models().items():
-        if wanted and name not in wanted:
+        if (wanted and name not in wanted) or is_current(out, name, version):
             continue
         path = os.path.join(out, name + ".onnx")
-        sidecar = os.path.join(out, name + ".json")
-        if os.path.exists(path) and os.path.exists(sidecar):
-            with open(sidecar) as f:
-                if json.load(f).get("script") == version:
-                    continue
         model = make().eval()
         params = sum(p.numel() for p in model.parameters())
         # No constant folding: shape sub-graphs stay for the importer to fold.
@@ -163,11 +179,8 @@ def main():
                           do_constant_folding=False, input_names=["input"],
                           output_names=["output"], training=torch.onnx.TrainingMode.TRAINING)
         os.replace(path + ".tmp", path)
-        meta = {"model": name, "parameters": params, "opset": opset,
-                "input_shape": list(example.shape), "script": version}
-        with open(sidecar + ".tmp", "w") as f:
-            json.dump(meta, f, indent=1)
-        os.replace(sidecar + ".tmp", sidecar)
+        write_sidecar(out, name, {"model": name, "parameters": params, "opset": opset,
+                                  "input_shape": list(example.shape), "script": version})
         print(f"exported {name}: {params} parameters, opset {opset}", flush=True)
 
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/plan_input.h"
+#include "api/rebalance.h"
 #include "report/plan_report.h"
 #include "runtime/check.h"
 
@@ -28,14 +29,17 @@ struct RunRequest {
   runtime::CommBackend* backend = nullptr;          // null: the in-process backend
   std::string backend_name = "in-process backend";  // how the measured collectives ran
   std::FILE* progress = nullptr;  // a line "running: step 3 of 10" here when it is a terminal
+  // Set: the scheduling assistant (rebalance.h) may switch plans mid-run; check_rebalance first.
+  std::optional<RebalanceOptions> rebalance;
 };
 
 struct RunOutcome {
-  runtime::TrainingRun run;
-  sim::Prediction prediction;
-  report::Timeline timeline;  // the last step's, measured
-  lower::Program program;     // what ran
-  std::optional<runtime::CheckReport> check;
+  runtime::TrainingRun run;    // with rebalancing: the steps of both plans, the last plan's values
+  sim::Prediction prediction;  // of the plan the run ended on
+  report::Timeline timeline;   // the last step's, measured
+  lower::Program program;      // what ran last
+  std::optional<runtime::CheckReport> check;  // of the last step
+  std::optional<RebalancedRun> rebalance;     // its runs moved into `run`
 };
 
 // Errors: the plan does not evaluate, an unknown fail_op, a failed step, a failed reference run.
@@ -44,7 +48,8 @@ Expected<RunOutcome> run_plan(PlanInput const& input, RunRequest const& request,
                               ops::OpRegistry const& registry, std::string const& loss);
 
 // "cleave.run/1": model, cluster, algorithm, seed, step times, the prediction, per device the
-// measured time and peak memory beside the predicted peak, the loss and the check.
+// measured time and peak memory beside the predicted peak, the loss, the check and what the
+// scheduling assistant did.
 std::string run_to_json(PlanInput const& input, RunRequest const& request,
                         RunOutcome const& outcome, std::string const& loss);
 

@@ -1,4 +1,4 @@
-// Gradient rules of matmul, batch_matmul, linear, conv2d and pooling.
+// Gradient rules of matmul, batch_matmul, linear, einsum, conv2d and pooling.
 #include "autodiff/gradient_rules.h"
 
 namespace cleave::autodiff {
@@ -76,9 +76,35 @@ ir::Attrs with(ir::Attrs a, std::string name, ir::AttrValue v) {
   return a;
 }
 
+// Y = einsum("a,b->y", X0, X1): dX0 = einsum("y,b->a", dY, X1), X0's shape giving the extents
+// of indices only X0 has (summed inside it: each of its elements gets dY).
+void einsum_rule(GradContext& c, std::vector<ir::TensorId>& g) {
+  std::string eq = c.attrs().get_string("equation", "");
+  std::erase(eq, ' ');
+  auto arrow = eq.find("->");
+  if (arrow == std::string::npos) return;  // the forward op's binding already reported it
+  std::string out = eq.substr(arrow + 2), lhs = eq.substr(0, arrow);
+  auto comma = lhs.find(',');
+  std::vector<std::string> terms{lhs.substr(0, comma)};
+  if (comma != std::string::npos) terms.push_back(lhs.substr(comma + 1));
+  for (std::size_t i = 0; i < terms.size() && i < c.num_inputs(); ++i) {
+    if (!c.wanted(i)) continue;
+    std::vector<ir::TensorId> in{c.grad_output()};
+    std::string lhs_i = out;
+    if (terms.size() == 2) {
+      in.push_back(c.input(1 - i));
+      lhs_i += "," + terms[1 - i];
+    }
+    g[i] = c.emit("einsum", in,
+                  {{"equation", lhs_i + "->" + terms[i]}, {"shape", c.shape(c.input(i))}},
+                  "X" + std::to_string(i));
+  }
+}
+
 }  // namespace
 
 void add_dense_rules(GradientRules& rules) {
+  rules.add("einsum", einsum_rule);
   rules.add("matmul", [](GradContext& c, auto& g) { matmul_rule(c, g, "matmul"); });
   rules.add("batch_matmul", [](GradContext& c, auto& g) { matmul_rule(c, g, "batch_matmul"); });
   rules.add("linear", [](GradContext& c, auto& g) {

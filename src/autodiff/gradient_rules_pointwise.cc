@@ -16,12 +16,12 @@ ir::TensorId to_shape(GradContext& c, ir::TensorId grad, ir::Shape const& shape,
   return c.emit("sum_to_shape", {grad}, {{"shape", shape}}, suffix);
 }
 
+// The gradient op takes the forward op's attributes (gelu's approximate, clip's bounds).
 void unary(GradientRules& rules, char const* type, char const* grad_type, bool from_output) {
   rules.add(type, [=](GradContext& c, auto& g) {
     if (!c.wanted(0)) return;
-    ir::Attrs a;
-    if (auto const* approx = c.attrs().find("approximate")) a.set("approximate", *approx);
-    g[0] = c.emit(grad_type, {from_output ? c.output() : c.input(0), c.grad_output()}, a, "X");
+    g[0] =
+        c.emit(grad_type, {from_output ? c.output() : c.input(0), c.grad_output()}, c.attrs(), "X");
   });
 }
 
@@ -139,6 +139,22 @@ void add_layout(GradientRules& rules) {
     a.set("input_shape", c.shape(c.input(0)));
     g[0] = c.emit("slice_grad", {c.grad_output()}, a, "X");
   });
+  rules.add("pad", [](GradContext& c, auto& g) {
+    if (!c.wanted(0)) return;
+    auto const& x = c.shape(c.input(0));
+    auto pads = c.attrs().get_ints("pads", {});
+    Ints starts, ends, axes;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      starts.push_back(pads[k]);
+      ends.push_back(pads[k] + x[k]);
+      axes.push_back(static_cast<std::int64_t>(k));
+    }
+    g[0] = c.emit("slice", {c.grad_output()}, {{"starts", starts}, {"ends", ends}, {"axes", axes}},
+                  "X");
+  });
+  rules.add("expand", [](GradContext& c, auto& g) {
+    if (c.wanted(0)) g[0] = to_shape(c, c.grad_output(), c.shape(c.input(0)), "X");
+  });
   rules.add("transpose", [](GradContext& c, auto& g) {
     if (!c.wanted(0)) return;
     std::size_t rank = c.shape(c.input(0)).size();
@@ -187,6 +203,9 @@ void add_pointwise_rules(GradientRules& rules) {
   unary(rules, "gelu", "gelu_grad", /*from_output=*/false);
   unary(rules, "tanh", "tanh_grad", /*from_output=*/true);
   unary(rules, "sigmoid", "sigmoid_grad", /*from_output=*/true);
+  unary(rules, "hardswish", "hardswish_grad", /*from_output=*/false);
+  unary(rules, "clip", "clip_grad", /*from_output=*/false);
+  unary(rules, "hardsigmoid", "hardsigmoid_grad", /*from_output=*/false);
   add_arithmetic(rules);
   add_normalization(rules);
   add_layout(rules);

@@ -2,6 +2,7 @@
 // writing the simulated timeline as a Chrome trace), `cleave compare` (every algorithm side by
 // side on one model and cluster, optionally as HTML) and `cleave report` (a plan's HTML page).
 #include <cstdio>
+#include <memory>
 
 #include "api/evaluate.h"
 #include "api/html.h"
@@ -61,16 +62,33 @@ void print_rows(std::string const& model, std::string const& cluster,
                 static_cast<long long>(r.prediction().priced_tasks));
 }
 
+// The model, the cluster and the pricing that `plan` and `compare` work on.
+struct Problem {
+  api::ModelInput model;
+  std::unique_ptr<cluster::Cluster> cluster;  // a stable address: the cost model points at it
+  Pricing pricing;
+};
+
+Expected<Problem> load_problem(std::string const& model, api::TrainingFlags const& training,
+                               std::string const& cluster_spec, std::string const& profile,
+                               std::string const& measure, ops::OpRegistry const& registry) {
+  CLEAVE_TRY(auto input, api::load_model(model, registry, training));
+  CLEAVE_TRY(auto loaded, cluster::load_cluster(cluster_spec));
+  auto cluster = std::make_unique<cluster::Cluster>(std::move(loaded));
+  CLEAVE_TRY(auto pricing, load_pricing(*cluster, cluster_spec, profile, measure, registry));
+  Problem out{std::move(input), std::move(cluster), std::move(pricing)};
+  return out;
+}
+
 }  // namespace
 
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   auto const& stop = stop_on_interrupt();
-  auto model = api::load_model(cmd.model, registry, cmd.training);
-  if (!model) return report(model.error());
-  auto cluster = cluster::load_cluster(cmd.cluster);
-  if (!cluster) return report(cluster.error());
-  auto pricing = load_pricing(*cluster, cmd.cluster, cmd.profile, cmd.measure, registry);
-  if (!pricing) return report(pricing.error());
+  auto problem =
+      load_problem(cmd.model, cmd.training, cmd.cluster, cmd.profile, cmd.measure, registry);
+  if (!problem) return report(problem.error());
+  auto* model = &problem->model;
+  auto* pricing = &problem->pricing;
   auto const& cost = pricing->cost;
   auto ideal = api::ideal_step_time(*model, *cost, registry);
   if (!ideal) return report(ideal.error());
@@ -125,12 +143,11 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
 }
 
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
-  auto model = api::load_model(cmd.model, registry, cmd.training);
-  if (!model) return report(model.error());
-  auto cluster = cluster::load_cluster(cmd.cluster);
-  if (!cluster) return report(cluster.error());
-  auto pricing = load_pricing(*cluster, cmd.cluster, cmd.profile, cmd.measure, registry);
-  if (!pricing) return report(pricing.error());
+  auto problem =
+      load_problem(cmd.model, cmd.training, cmd.cluster, cmd.profile, cmd.measure, registry);
+  if (!problem) return report(problem.error());
+  auto* model = &problem->model;
+  auto* pricing = &problem->pricing;
   auto const& cost = pricing->cost;
   auto request = search_request("", cmd.search, /*seed=*/0);
   if (!request) return report(request.error());

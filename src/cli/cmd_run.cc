@@ -8,6 +8,7 @@
 
 #include "api/run.h"
 #include "cli/commands.h"
+#include "plan/plan_json.h"
 #include "support/file_io.h"
 #include "support/format_bytes.h"
 
@@ -21,6 +22,32 @@ std::string format_seconds(double s) {
   return fmt::format("{:.0f} us", s * 1e6);
 }
 
+// What the scheduling assistant saw, did, and what the steps took before and after.
+std::string rebalance_text(api::RebalancedRun const& r, std::vector<std::string> const& names) {
+  std::string text = fmt::format("rebalance  {}\n", r.decision);
+  if (r.predicted_before_s && r.predicted_after_s)
+    text +=
+        fmt::format("           predicted with the measured times: {} -> {} a step\n",
+                    format_seconds(*r.predicted_before_s), format_seconds(*r.predicted_after_s));
+  for (auto const* phase : {&r.before, &r.after}) {
+    int last = phase->last_step;
+    text += fmt::format(
+        "{:<10} steps {}-{} ({}{}): step time {} (median of steps {}-{}), "
+        "imbalance {:.3f}",
+        phase == &r.before ? "before" : "after", phase->first_step, last,
+        phase->plan.provenance.algorithm, phase == &r.after && r.switched ? ", new plan" : "",
+        format_seconds(phase->step_s), phase->first_step + 1, last, phase->imbalance);
+    if (phase->check && phase == &r.before)
+      text += fmt::format(", check {:.3g} {}", phase->check->max_relative_error,
+                          phase->check->passed ? "passed" : "FAILED");
+    text += "\n           compute:";
+    for (std::size_t d = 0; d < phase->device_compute_s.size(); ++d)
+      text += fmt::format(" {} {}", names[d], format_seconds(phase->device_compute_s[d]));
+    text += "\n";
+  }
+  return text + "\n";
+}
+
 std::string to_text(api::PlanInput const& in, RunCommand const& cmd, api::RunOutcome const& out) {
   auto const& last = out.run.steps.back();
   double mean = 0;
@@ -30,6 +57,12 @@ std::string to_text(api::PlanInput const& in, RunCommand const& cmd, api::RunOut
       fmt::format("model      {}\ncluster    {}\nplan       {} ({})\n", in.model.label,
                   in.plan.cluster, cmd.plan, in.plan.provenance.algorithm);
   text += fmt::format("steps      {} (synthetic data, seed {})\n", out.run.steps.size(), cmd.seed);
+  if (out.rebalance) {
+    std::vector<std::string> names;
+    for (auto const& d : in.cluster.devices())
+      names.push_back(d.name);
+    text += rebalance_text(*out.rebalance, names);
+  }
   text +=
       fmt::format("step time  {} (last step; mean {}; simulated {})\n", format_seconds(last.step_s),
                   format_seconds(mean), format_seconds(out.prediction.step_time_s));
@@ -70,6 +103,7 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
   request.fail_op = cmd.fail_op;
   request.profile = cmd.profile;
   request.progress = stderr;
+  if (cmd.rebalance) request.rebalance = cmd.rebalance_options;
   auto out = api::run_plan(*input, request, registry, cmd.training.loss);
   if (!out) return report(out.error().with_context("in plan file '" + cmd.plan + "'"));
   if (!cmd.trace.empty()) {
@@ -77,16 +111,26 @@ int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
         cmd.trace, report::chrome_trace(input->model.training, out->program, out->timeline));
     if (!st) return report(st.error());
   }
+  if (!cmd.save_plan.empty()) {
+    auto st =
+        plan::save_plan(out->rebalance ? out->rebalance->after.plan : input->plan, cmd.save_plan);
+    if (!st) return report(st.error());
+  }
   std::string text = cmd.json ? api::run_to_json(*input, request, *out, cmd.training.loss)
                               : to_text(*input, cmd, *out);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  if (out->check && !out->check->passed)
+  std::vector<runtime::CheckReport const*> checks;
+  if (out->rebalance && out->rebalance->before.check)
+    checks.push_back(&*out->rebalance->before.check);
+  if (out->check) checks.push_back(&*out->check);
+  for (auto const* check : checks) {
+    if (check->passed) continue;
     return report(Error(ErrorCode::execution_failed,
                         fmt::format("the partitioned run differs from the unpartitioned graph: "
                                     "max relative error {:.3g} in tensor '{}' exceeds the "
                                     "tolerance {:.3g}",
-                                    out->check->max_relative_error, out->check->worst,
-                                    out->check->tolerance)));
+                                    check->max_relative_error, check->worst, check->tolerance)));
+  }
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/model_input.h"
+#include "api/rebalance.h"
 #include "ops/op_registry.h"
 
 namespace cleave::cli {
@@ -127,6 +128,10 @@ struct RunCommand {
   std::string trace;        // empty: no trace; else the last step's measured Chrome trace
   std::string fail_op;      // fault injection (tests): the compute tasks of this op fail
   std::string profile;      // cleave.profile/1 table for the prediction shown beside the run
+  // The scheduling assistant (api/rebalance.h): partition again on measured times mid-run.
+  bool rebalance = false;
+  api::RebalanceOptions rebalance_options;
+  std::string save_plan;  // empty: none; else the plan the run ended on
   api::TrainingFlags training;
   bool json = false;
 };

@@ -209,6 +209,20 @@ void add_run_commands(CLI::App& app, Options& o) {
   run->add_option("--profile", o.run.profile,
                   "a cleave.profile/1 table (cleave calibrate) for the simulated step time shown "
                   "beside the measured one");
+  auto* rebalance = run->add_flag(
+      "--rebalance", o.run.rebalance,
+      "measure the first steps; past the imbalance threshold, partition again with the measured "
+      "times (the plan's algorithm: mincut, mincut-split) and switch plans between steps");
+  run->add_option("--rebalance-threshold", o.run.rebalance_options.threshold,
+                  "busiest device's measured compute time over the mean that triggers it "
+                  "(default 1.1)")
+      ->needs(rebalance);
+  run->add_option("--rebalance-steps", o.run.rebalance_options.measure_steps,
+                  "steps measured after the first (warm-up) step (default 3)")
+      ->needs(rebalance);
+  run->add_option("--save-plan", o.run.save_plan,
+                  "write the plan the run ended on (with --rebalance: the new plan if it "
+                  "switched)");
   run->add_flag("--json", o.run.json, "print cleave.run/1 JSON");
   add_training(run, o.run.training);
 

@@ -1,5 +1,6 @@
 #include "import/const_tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -140,14 +141,16 @@ Expected<ConstTensor> slice(onnx::NodeProto const& n,
   for (std::size_t k = 0; k < starts.size(); ++k) {
     CLEAVE_TRY(std::int64_t a, norm_axis(n, axes[k], rank));
     std::int64_t d = x.dims[static_cast<std::size_t>(a)], s = steps[k];
-    if (s <= 0) return fold_error(n, "only positive steps are folded");
+    if (s == 0) return fold_error(n, "a step of 0");
     std::int64_t b = starts[k] < 0 ? starts[k] + d : starts[k];
     std::int64_t e = ends[k] < 0 ? ends[k] + d : ends[k];
-    b = std::clamp<std::int64_t>(b, 0, d);
-    e = std::clamp<std::int64_t>(e, 0, d);
+    // ONNX clamps to [0, d] going forwards and to [-1, d-1] going backwards (x[::-1]).
+    b = s > 0 ? std::clamp<std::int64_t>(b, 0, d) : std::clamp<std::int64_t>(b, 0, d - 1);
+    e = s > 0 ? std::clamp<std::int64_t>(e, 0, d) : std::clamp<std::int64_t>(e, -1, d - 1);
     lo[static_cast<std::size_t>(a)] = b;
     step[static_cast<std::size_t>(a)] = s;
-    out[static_cast<std::size_t>(a)] = e > b ? (e - b + s - 1) / s : 0;
+    std::int64_t len = s > 0 ? e - b : b - e, abs_step = s > 0 ? s : -s;
+    out[static_cast<std::size_t>(a)] = len > 0 ? (len + abs_step - 1) / abs_step : 0;
   }
   ConstTensor r{out, {}, x.elem};
   std::int64_t total = count(out);
@@ -184,6 +187,50 @@ Expected<ConstTensor> transpose(onnx::NodeProto const& n, ConstTensor const& x) 
   return r;
 }
 
+// ScatterND without reduction: data with the slices that indices [..., k] address replaced by
+// updates (the attention masks of shifted windows are built this way).
+Expected<ConstTensor> scatter_nd(onnx::NodeProto const& n, ConstTensor const& data,
+                                 ConstTensor const& idx, ConstTensor const& updates) {
+  if (attr_string(n, "reduction", "none") != "none")
+    return fold_error(n, "only reduction=none is folded");
+  if (idx.dims.empty() || static_cast<std::size_t>(idx.dims.back()) > data.dims.size())
+    return fold_error(n, "indices do not fit data");
+  auto k = static_cast<std::size_t>(idx.dims.back());
+  std::int64_t slice = 1;
+  for (std::size_t d = k; d < data.dims.size(); ++d)
+    slice *= data.dims[d];
+  std::int64_t slices = k ? idx.size() / static_cast<std::int64_t>(k) : 1;
+  if (updates.size() != slices * slice) return fold_error(n, "updates do not match indices");
+  auto strides = strides_of(data.dims);
+  ConstTensor r = data;
+  for (std::int64_t s = 0; s < slices; ++s) {
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < k; ++d) {
+      auto i = static_cast<std::int64_t>(idx.values[static_cast<std::size_t>(s) * k + d]);
+      if (i < 0) i += data.dims[d];
+      if (i < 0 || i >= data.dims[d]) return fold_error(n, "index out of range");
+      off += i * strides[d];
+    }
+    std::copy_n(updates.values.begin() + s * slice, slice, r.values.begin() + off);
+  }
+  return r;
+}
+
+// Trilu: the lower (upper=0) or upper triangle of the last two dimensions from diagonal k (the
+// causal masks of torch.tril / torch.triu).
+Expected<ConstTensor> trilu(onnx::NodeProto const& n, ConstTensor const& x, std::int64_t k) {
+  if (x.dims.size() < 2) return fold_error(n, "input must have rank 2 or more");
+  bool upper = attr_int(n, "upper", 1) != 0;
+  std::int64_t rows = x.dims[x.dims.size() - 2], cols = x.dims.back();
+  ConstTensor r = x;
+  for (std::int64_t i = 0; i < r.size(); ++i) {
+    std::int64_t row = (i / cols) % rows, col = i % cols;
+    bool keep = upper ? col - row >= k : col - row <= k;
+    if (!keep) r.values[static_cast<std::size_t>(i)] = 0;
+  }
+  return r;
+}
+
 std::optional<double> binary(std::string const& op, double a, double b, bool integer) {
   if (op == "Add") return a + b;
   if (op == "Sub") return a - b;
@@ -193,6 +240,8 @@ std::optional<double> binary(std::string const& op, double a, double b, bool int
   if (op == "Equal") return a == b ? 1.0 : 0.0;
   if (op == "Less") return a < b ? 1.0 : 0.0;
   if (op == "Greater") return a > b ? 1.0 : 0.0;
+  if (op == "LessOrEqual") return a <= b ? 1.0 : 0.0;
+  if (op == "GreaterOrEqual") return a >= b ? 1.0 : 0.0;
   if (op == "And") return (a != 0 && b != 0) ? 1.0 : 0.0;
   if (op == "Or") return (a != 0 || b != 0) ? 1.0 : 0.0;
   if (op == "Max") return std::max(a, b);
@@ -366,9 +415,22 @@ fold_node(onnx::NodeProto const& n, std::vector<std::optional<ConstTensor>> cons
       v = *unary(op, v);
     return one(r);
   }
+  if (op == "Mod" && in.size() == 2 && in[1]) {
+    // fmod=1: the sign of the dividend (C's fmod); fmod=0: of the divisor (Python's %).
+    bool c_style = attr_int(n, "fmod", 0) != 0;
+    return one(broadcast(n, {&x, &*in[1]}, x.elem, [c_style](std::vector<double> const& a) {
+      if (a[1] == 0) return 0.0;
+      return c_style ? std::fmod(a[0], a[1]) : a[0] - a[1] * std::floor(a[0] / a[1]);
+    }));
+  }
+  if (op == "ScatterND" && in.size() == 3 && in[1] && in[2])
+    return one(scatter_nd(n, x, *in[1], *in[2]));
+  if (op == "Trilu")
+    return one(trilu(n, x, in.size() > 1 && in[1] && in[1]->size() == 1 ? in[1]->ints()[0] : 0));
   if (in.size() == 2 && in[1] && binary(op, 1, 1, false)) {
     bool integer = x.elem == Elem::integer;
-    bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "And" || op == "Or";
+    bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                   op == "GreaterOrEqual" || op == "And" || op == "Or";
     return one(
         broadcast(n, {&x, &*in[1]}, compare ? Elem::boolean : x.elem,
                   [&](std::vector<double> const& a) { return *binary(op, a[0], a[1], integer); }));

@@ -5,62 +5,12 @@
 #include <functional>
 #include <unordered_map>
 
-#include "import/converter.h"
+#include "import/convert_util.h"
 #include "import/onnx_attrs.h"
 
 namespace cleave::importer {
 
 namespace {
-
-using Ints = std::vector<std::int64_t>;
-using Mapping = std::function<Status(Converter&, onnx::NodeProto const&)>;
-
-std::string out_name(Converter& c, onnx::NodeProto const& n, int k = 0) {
-  return c.claim(n.output(k));
-}
-
-Status bind(Converter& c, onnx::NodeProto const& n, ir::TensorId id, int k = 0) {
-  c.set_tensor(n.output(k), id);
-  return Status::ok();
-}
-
-// Output k is input i unchanged (Identity, Dropout in inference, a no-op Reshape).
-Status alias(Converter& c, onnx::NodeProto const& n, int i = 0, int k = 0) {
-  Value v = *c.value(n.input(i));
-  c.set_value(n.output(k), std::move(v));
-  return Status::ok();
-}
-
-Expected<std::int64_t> norm_axis(Converter& c, onnx::NodeProto const& n, std::int64_t axis,
-                                 std::size_t rank) {
-  auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= r)
-    return c.node_error(n, ErrorCode::invalid_argument,
-                        "axis " + std::to_string(axis) + " is out of range for rank " +
-                            std::to_string(r));
-  return axis < 0 ? axis + r : axis;
-}
-
-Expected<ConstTensor const*> need_constant(Converter& c, onnx::NodeProto const& n, int i,
-                                           std::string const& what) {
-  auto const* k = c.constant(n, i);
-  if (!k)
-    return c.node_error(n, ErrorCode::unsupported,
-                        what + " (input " + std::to_string(i) +
-                            ") is computed from data at run time; cleave plans static shapes and "
-                            "needs it constant after folding");
-  return k;
-}
-
-Status unary(Converter& c, onnx::NodeProto const& n, std::string const& type, ir::Attrs a = {}) {
-  CLEAVE_TRY(ir::TensorId x, c.tensor(n, 0));
-  return bind(c, n, c.b().op(type, {x}, std::move(a), out_name(c, n)));
-}
-
-std::optional<double> scalar(ConstTensor const* k) {
-  if (!k || k->size() != 1) return std::nullopt;
-  return k->values[0];
-}
 
 // Add, Sub, Mul, Div with NumPy broadcasting; a scalar factor becomes `scale`.
 Status arithmetic(Converter& c, onnx::NodeProto const& n, std::string const& type) {
@@ -555,12 +505,31 @@ Status cast(Converter& c, onnx::NodeProto const& n) {
   return unary(c, n, "cast", {{"dtype", std::string(ir::dtype_name(to))}});
 }
 
+// Clip(X, min, max) with constant bounds (opset 13: inputs; ReLU6 is Clip(X, 0, 6)).
+Status clip(Converter& c, onnx::NodeProto const& n) {
+  ir::Attrs a;
+  for (auto [i, name] : {std::pair{1, "min"}, std::pair{2, "max"}}) {
+    if (!c.has(n, i)) continue;
+    CLEAVE_TRY(ConstTensor const* k, need_constant(c, n, i, name));
+    auto v = scalar(k);
+    if (!v)
+      return c.node_error(n, ErrorCode::invalid_argument, std::string(name) + " is not a scalar");
+    a.set(name, *v);
+  }
+  return unary(c, n, "clip", std::move(a));
+}
+
+Status hardsigmoid(Converter& c, onnx::NodeProto const& n) {
+  return unary(c, n, "hardsigmoid",
+               {{"alpha", attr_float(n, "alpha", 0.2)}, {"beta", attr_float(n, "beta", 0.5)}});
+}
+
 Status gelu(Converter& c, onnx::NodeProto const& n) {
   return unary(c, n, "gelu", {{"approximate", attr_string(n, "approximate", "none")}});
 }
 
-std::unordered_map<std::string, Mapping> const& mappings() {
-  static std::unordered_map<std::string, Mapping> const table = {
+std::unordered_map<std::string, OpMapping> make_mappings() {
+  std::unordered_map<std::string, OpMapping> table = {
       {"Relu", [](Converter& c, auto const& n) { return unary(c, n, "relu"); }},
       {"Tanh", [](Converter& c, auto const& n) { return unary(c, n, "tanh"); }},
       {"Sigmoid", [](Converter& c, auto const& n) { return unary(c, n, "sigmoid"); }},
@@ -569,6 +538,9 @@ std::unordered_map<std::string, Mapping> const& mappings() {
          return unary(c, n, "scale", {{"alpha", -1.0}});
        }},
       {"Gelu", gelu},
+      {"Clip", clip},
+      {"HardSwish", [](Converter& c, auto const& n) { return unary(c, n, "hardswish"); }},
+      {"HardSigmoid", hardsigmoid},
       {"Add", [](Converter& c, auto const& n) { return arithmetic(c, n, "add"); }},
       {"Sub", [](Converter& c, auto const& n) { return arithmetic(c, n, "sub"); }},
       {"Mul", [](Converter& c, auto const& n) { return arithmetic(c, n, "mul"); }},
@@ -600,6 +572,12 @@ std::unordered_map<std::string, Mapping> const& mappings() {
       {"Identity", identity},
       {"Cast", cast},
   };
+  add_layout_mappings(table);
+  return table;
+}
+
+std::unordered_map<std::string, OpMapping> const& mappings() {
+  static std::unordered_map<std::string, OpMapping> const table = make_mappings();
   return table;
 }
 

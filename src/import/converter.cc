@@ -424,7 +424,18 @@ Status Converter::add_loss() {
     loss_ = v->id;
     return Status::ok();
   }
-  std::string const& out = graph_.output(graph_.output_size() - 1).name();
+  // Cross-entropy of each output (the logits, and the auxiliary heads of GoogLeNet and
+  // Inception, trained with the model as PyTorch trains them), summed.
+  std::map<std::int64_t, ir::TensorId> labels;  // by the number of labels
+  for (auto const& o : graph_.output()) {
+    CLEAVE_TRY(ir::TensorId l, cross_entropy_of(o.name(), labels));
+    loss_ = loss_.valid() ? b_.op("add", {loss_, l}, {}, fresh("loss")) : l;
+  }
+  return Status::ok();
+}
+
+Expected<ir::TensorId> Converter::cross_entropy_of(std::string const& out,
+                                                   std::map<std::int64_t, ir::TensorId>& labels) {
   auto const* v = value(out);
   if (!v || v->kind != Value::Kind::tensor)
     return Error(ErrorCode::unsupported, "the graph output '" + out +
@@ -442,9 +453,11 @@ Status Converter::add_loss() {
                  "the default loss is cross-entropy of logits [batch, classes] (or [batch, seq, "
                  "vocab]); the output '" +
                      out + "' is " + ir::shape_to_string(s) + ": name a scalar tensor with --loss");
-  auto labels = b_.input(fresh("labels"), {s[0]}, ir::DType::int64);
-  loss_ = b_.op("cross_entropy", {logits, labels}, {}, fresh("loss"));
-  return Status::ok();
+  auto it = labels.find(s[0]);
+  if (it == labels.end())
+    it = labels.emplace(s[0], b_.input(fresh("labels"), {s[0]}, ir::DType::int64)).first;
+  return b_.op("cross_entropy", {logits, it->second}, {},
+               fresh(graph_.output_size() > 1 ? out + ".loss" : "loss"));
 }
 
 Expected<ImportResult> Converter::run() {

@@ -5,11 +5,13 @@
 // Identity, as in the PyTorch module it came from).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <onnx/onnx_pb.h>
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "import/const_tensor.h"
@@ -67,6 +69,8 @@ class Converter {
   Status fold(onnx::NodeProto const& n, bool& folded);
   Status add_inputs();
   Status add_loss();
+  Expected<ir::TensorId> cross_entropy_of(std::string const& output,
+                                          std::map<std::int64_t, ir::TensorId>& labels);
   Status opaque(onnx::NodeProto const& n);
   Status custom(onnx::NodeProto const& n);
 
@@ -90,8 +94,11 @@ class Converter {
   ir::TensorId loss_;
 };
 
-// The op mappings: convert_ops.cc. Returns false when the op type has no mapping.
+// The op mappings: convert_ops.cc. Returns nullopt when the op type has no mapping.
 std::optional<Status> convert_known_op(Converter& c, onnx::NodeProto const& n);
+using OpMapping = std::function<Status(Converter&, onnx::NodeProto const&)>;
+// Pad, Expand, Einsum and the general Where (convert_layout_ops.cc), added to the table.
+void add_layout_mappings(std::unordered_map<std::string, OpMapping>& table);
 // Decomposed patterns (patterns.cc): GELU's erf form and layer norm written out. Returns true
 // when `n` starts a pattern that it converted (and marked its other nodes skipped).
 Expected<bool> convert_pattern(Converter& c, onnx::NodeProto const& n);

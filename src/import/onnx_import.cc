@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -291,6 +292,20 @@ Error empty_error(std::string const& label) {
                                            "of another format, or an empty one)");
 }
 
+// onnx's checker looks for each external data file (which cleave never opens) relative to the
+// working directory when it is given a ModelProto: point relative locations at the model's own
+// directory, as onnx does when it checks a model by path.
+void locate_external_data(onnx::ModelProto& model, std::filesystem::path const& model_file) {
+  auto dir = model_file.parent_path();
+  if (dir.empty()) return;
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    for (auto& entry : *t.mutable_external_data())
+      if (entry.key() == "location" && std::filesystem::path(entry.value()).is_relative())
+        entry.set_value((dir / entry.value()).string());
+  }
+}
+
 }  // namespace
 
 Expected<ImportResult> import_onnx_bytes(std::string_view bytes, std::string const& label,
@@ -327,6 +342,7 @@ Expected<ImportResult> import_onnx_file(std::string const& path, ops::OpRegistry
     }
     if (!ok) return parse_error(path);
     if (!model.has_graph()) return empty_error(path);
+    locate_external_data(model, path);
     return import_model(model, path, registry, options, since(t0));
   } catch (std::exception const& e) {
     return Error(ErrorCode::invalid_argument, "'" + path + "': " + e.what());

@@ -1,6 +1,8 @@
 // Decomposed patterns that exporters emit for ops ONNX (before opset 20) or the model lacks, fused
 // back into cleave's ops so that they are planned and costed as one op:
 //   GELU:       Div(x, sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5)       => gelu(x)
+//   tanh GELU:  Mul(x, x) -> Mul(x) -> Mul(0.044715) -> Add(x) -> Mul(sqrt(2/pi)) -> Tanh -> Add(1)
+//               -> Mul(x) -> Mul(0.5)             => gelu(x, approximate="tanh") (PyTorch 1.13)
 //   layer norm: ReduceMean(x) -> Sub(x, .) -> Pow(2) -> ReduceMean -> Add(eps) -> Sqrt -> Div
 //               [-> Mul(gamma) -> Add(beta)]                                => layer_norm(x, g, b)
 // A pattern is matched forward from its first node; its other nodes are then skipped.
@@ -69,6 +71,49 @@ Expected<bool> gelu(Converter& c, onnx::NodeProto const& div) {
   CLEAVE_TRY(ir::TensorId xt, c.tensor_of(*xv));
   c.set_tensor(half->output(0), c.b().op("gelu", {xt}, {}, c.claim(half->output(0))));
   for (auto const* n : {erf, add, mul, half})
+    c.skip(n);
+  return true;
+}
+
+// The consumer of `value` of type op_type whose other input is `other` (a value name) or, when
+// `scalar` is set, a constant near it.
+onnx::NodeProto const* next_binary(Converter& c, std::string const& value, char const* op_type,
+                                   std::string const& other, std::optional<double> scalar = {}) {
+  auto const* n = only_consumer(c, value, op_type);
+  if (!n) return nullptr;
+  auto in = other_input(*n, value);
+  if (!in) return nullptr;
+  bool ok = scalar ? near(scalar_of(c, *in), *scalar) : *in == other;
+  return ok ? n : nullptr;
+}
+
+Expected<bool> gelu_tanh(Converter& c, onnx::NodeProto const& square) {
+  if (square.input_size() != 2 || square.input(0) != square.input(1)) return false;
+  std::string const& x = square.input(0);
+  std::vector<onnx::NodeProto const*> chain;
+  auto const* cube = next_binary(c, square.output(0), "Mul", x);
+  if (cube) chain.push_back(cube);
+  auto const* coef = cube ? next_binary(c, cube->output(0), "Mul", "", 0.044715) : nullptr;
+  if (coef) chain.push_back(coef);
+  auto const* inner = coef ? next_binary(c, coef->output(0), "Add", x) : nullptr;
+  if (inner) chain.push_back(inner);
+  auto const* scaled =
+      inner ? next_binary(c, inner->output(0), "Mul", "", std::sqrt(2.0 / M_PI)) : nullptr;
+  if (scaled) chain.push_back(scaled);
+  auto const* tanh = scaled ? only_consumer(c, scaled->output(0), "Tanh") : nullptr;
+  if (tanh) chain.push_back(tanh);
+  auto const* plus1 = tanh ? next_binary(c, tanh->output(0), "Add", "", 1.0) : nullptr;
+  if (plus1) chain.push_back(plus1);
+  auto const* times_x = plus1 ? next_binary(c, plus1->output(0), "Mul", x) : nullptr;
+  if (times_x) chain.push_back(times_x);
+  auto const* half = times_x ? next_binary(c, times_x->output(0), "Mul", "", 0.5) : nullptr;
+  auto const* xv = c.value(x);
+  if (!half || !xv) return false;
+  chain.push_back(half);
+  CLEAVE_TRY(ir::TensorId xt, c.tensor_of(*xv));
+  c.set_tensor(half->output(0), c.b().op("gelu", {xt}, {{"approximate", std::string("tanh")}},
+                                         c.claim(half->output(0))));
+  for (auto const* n : chain)
     c.skip(n);
   return true;
 }
@@ -157,7 +202,11 @@ Expected<bool> layer_norm(Converter& c, onnx::NodeProto const& mean) {
 }  // namespace
 
 Expected<bool> convert_pattern(Converter& c, onnx::NodeProto const& n) {
-  if (n.op_type() == "Div" || n.op_type() == "Mul") return gelu(c, n);
+  if (n.op_type() == "Div" || n.op_type() == "Mul") {
+    CLEAVE_TRY(bool fused, gelu(c, n));
+    if (fused || n.op_type() == "Div") return fused;
+    return gelu_tanh(c, n);
+  }
   if (n.op_type() == "ReduceMean") return layer_norm(c, n);
   return false;
 }

@@ -1,5 +1,7 @@
-// Dense ops: matmul, batch_matmul, linear, conv2d and pooling, each written as one TDL statement.
+// Dense ops: matmul, batch_matmul, linear, einsum, conv2d and pooling, each written as one TDL
+// statement.
 #include <cmath>
+#include <set>
 
 #include "ops/builtin_util.h"
 #include "support/assert.h"
@@ -213,6 +215,102 @@ std::vector<AttrSpec> pool_attrs(bool is_max) {
 
 }  // namespace
 
+// An einsum equation "ij,jk->ik": one or two operands, letters only, no index repeated within a
+// term, the output explicit (so that a gradient is the equation read backwards).
+struct EinsumTerms {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+
+Expected<EinsumTerms> parse_einsum(std::string const& equation, std::size_t operands) {
+  auto bad = [&](std::string const& why) {
+    return Error(ErrorCode::invalid_argument, "einsum: equation \"" + equation + "\" " + why);
+  };
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  EinsumTerms t;
+  auto arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::size_t start = 0;
+  while (true) {
+    auto comma = lhs.find(',', start);
+    t.inputs.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (arrow == std::string::npos) return bad("has no \"->\" and output term");
+  t.output = eq.substr(arrow + 2);
+  if (t.inputs.size() != operands)
+    return bad("has " + std::to_string(t.inputs.size()) + " operands; the op has " +
+               std::to_string(operands) + " inputs");
+  for (auto const& term : std::vector<std::string>{t.inputs[0], t.inputs.back(), t.output}) {
+    std::set<char> seen;
+    for (char c : term) {
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        return bad("uses '" + std::string(1, c) +
+                   "'; only letters are indices (no ellipsis, written out instead)");
+      if (!seen.insert(c).second)
+        return bad("repeats index '" + std::string(1, c) +
+                   "' in one term (diagonals are not "
+                   "supported)");
+    }
+  }
+  return t;
+}
+
+// Y[output] = sum(indices only in the inputs) X0[..] * X1[..]. `shape` gives the extents of
+// output indices that no input has (the gradient of an index summed inside one operand).
+Expected<OpInstance> einsum(ir::Attrs const& a, std::span<ir::TensorType const> in) {
+  std::string const eq = a.get_string("equation", "");
+  CLEAVE_TRY(EinsumTerms t, parse_einsum(eq, in.size()));
+  std::map<char, std::int64_t> extent;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (t.inputs[i].size() != in[i].shape.size())
+      return shape_error("einsum", "term \"" + t.inputs[i] + "\" of \"" + eq + "\" has " +
+                                       std::to_string(t.inputs[i].size()) + " indices but X" +
+                                       std::to_string(i) + " is " +
+                                       ir::shape_to_string(in[i].shape));
+    for (std::size_t k = 0; k < t.inputs[i].size(); ++k)
+      extent.emplace(t.inputs[i][k], in[i].shape[k]);
+  }
+  auto given = a.get_ints("shape", {});
+  if (!given.empty() && given.size() != t.output.size())
+    return shape_error("einsum", "shape " + ir::shape_to_string(given) + " does not have the " +
+                                     std::to_string(t.output.size()) + " output indices of \"" +
+                                     eq + "\"");
+  auto var = [](char c) { return std::string("e") + c; };
+  auto vars = [&](std::string const& term) {
+    std::vector<std::string> v;
+    for (char c : term)
+      v.push_back(var(c));
+    return v;
+  };
+  OpInstance inst;
+  ir::Shape out;
+  for (std::size_t k = 0; k < t.output.size(); ++k) {
+    char c = t.output[k];
+    if (!given.empty()) inst.extents[var(c)] = given[k];
+    if (!extent.count(c) && given.empty())
+      return shape_error("einsum", "output index '" + std::string(1, c) + "' of \"" + eq +
+                                       "\" is in no input; give its extent with shape");
+    out.push_back(given.empty() ? extent[c] : given[k]);
+  }
+  std::string reduced;
+  for (auto [c, n] : extent)
+    if (t.output.find(c) == std::string::npos) reduced += (reduced.empty() ? "" : ",") + var(c);
+  std::string rhs = reduced.empty() ? "" : "sum(" + reduced + ") ";
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    names.push_back("X" + std::to_string(i));
+    rhs += (i ? " * " : "") + ref(names.back(), vars(t.inputs[i]));
+  }
+  inst.tdl = ref("Y", vars(t.output)) + " = " + rhs;
+  inst.input_names = names;
+  inst.output = ir::TensorType{out, in[0].dtype};
+  return inst;
+}
+
 void add_dense_ops(OpRegistry& r) {
   auto must = [](Status s) { CLEAVE_ASSERT(s.is_ok(), "duplicate built-in op"); };
   must(r.add({"matmul",
@@ -242,6 +340,16 @@ void add_dense_ops(OpRegistry& r) {
               {f32({8, 64}), f32({32, 64})},
               {},
               linear}));
+  must(r.add({"einsum",
+              "Y = einsum(equation, X0[, X1]): products summed over the indices Y lacks",
+              {string_attr("equation", "", "e.g. \"bhid,bhjd->bhij\" (letters, no ellipsis)"),
+               ints_attr("shape", {}, "Y's shape, for output indices no input has")},
+              false,
+              1,
+              2,
+              {f32({8, 4, 16, 32}), f32({8, 4, 16, 32})},
+              ir::Attrs{{"equation", std::string("bhid,bhjd->bhij")}},
+              einsum}));
   must(r.add({"conv2d",
               "2-D convolution, NCHW, weights [CO, CI/groups, KH, KW]",
               {ints_attr("stride", {1, 1}, "(h, w)"),

@@ -1,4 +1,6 @@
 // Element-wise ops: activations, arithmetic with NumPy broadcasting, scale, cast and dropout.
+#include <limits>
+
 #include "ops/builtin_util.h"
 #include "support/assert.h"
 
@@ -58,6 +60,21 @@ Expected<OpInstance> gelu(ir::Attrs const& a, std::span<ir::TensorType const> in
     return unary("0.5 * @ * (1 + tanh(0.7978845608028654 * (@ + 0.044715 * @ * @ * @)))", in[0]);
   return Error(ErrorCode::invalid_argument,
                "gelu: approximate must be \"none\" or \"tanh\", got \"" + approx + "\"");
+}
+
+Expected<OpInstance> clip(ir::Attrs const& a, std::span<ir::TensorType const> in) {
+  double lo = a.get_float("min", std::numeric_limits<float>::lowest());
+  double hi = a.get_float("max", std::numeric_limits<float>::max());
+  if (!(lo <= hi))
+    return Error(ErrorCode::invalid_argument, "clip: min must not exceed max (got " +
+                                                  std::to_string(lo) + " > " + std::to_string(hi) +
+                                                  ")");
+  return unary("min(max(@, lo), hi)", in[0], {{"lo", lo}, {"hi", hi}});
+}
+
+Expected<OpInstance> hardsigmoid(ir::Attrs const& a, std::span<ir::TensorType const> in) {
+  return unary("max(min(alpha * @ + beta, 1), 0)", in[0],
+               {{"alpha", a.get_float("alpha", 0.2)}, {"beta", a.get_float("beta", 0.5)}});
 }
 
 Expected<OpInstance> cast(ir::Attrs const& a, std::span<ir::TensorType const> in) {
@@ -129,6 +146,27 @@ void add_elementwise_ops(OpRegistry& r) {
               {f32({8, 64})},
               {},
               gelu}));
+  must(r.add({"clip",
+              "Y = min(max(X, min), max) (ReLU6: min 0, max 6)",
+              {real_attr("min", std::numeric_limits<float>::lowest(), "the lower bound"),
+               real_attr("max", std::numeric_limits<float>::max(), "the upper bound")},
+              false,
+              1,
+              1,
+              {f32({8, 64})},
+              ir::Attrs{{"min", 0.0}, {"max", 6.0}},
+              clip}));
+  must(r.add(unary_schema("hardswish", "Y = X * min(max(X + 3, 0), 6) / 6",
+                          "@ * min(max(@ + 3, 0), 6) * 0.16666666666666666")));
+  must(r.add({"hardsigmoid",
+              "Y = max(min(alpha * X + beta, 1), 0)",
+              {real_attr("alpha", 0.2, "the slope"), real_attr("beta", 0.5, "the offset")},
+              false,
+              1,
+              1,
+              {f32({8, 64})},
+              ir::Attrs{{"alpha", 1.0 / 6}},
+              hardsigmoid}));
   must(r.add(binary_schema("add", '+')));
   must(r.add(binary_schema("sub", '-')));
   must(r.add(binary_schema("mul", '*')));

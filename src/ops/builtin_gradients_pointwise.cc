@@ -3,6 +3,7 @@
 // it to the input's shape. Batch norm's gradient follows its forward decomposition (bn_mean,
 // bn_var, bn_apply): one op per partial derivative, which autodiff adds up.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "ops/builtin_gradient_util.h"
@@ -21,6 +22,24 @@ Expected<OpInstance> pointwise(std::string const& op, std::string const& first,
   for (char c : body)
     expr += c == '@' ? ref(first, d) : c == '$' ? ref("dY", d) : std::string(1, c);
   return instance(ref("dX", d) + " = " + expr, {first, "dY"});
+}
+
+// dX = dY where lo < X < hi, else 0 (PyTorch's hardtanh backward: no gradient at the bounds).
+Expected<OpInstance> clip_grad(ir::Attrs const& a, std::span<ir::TensorType const> in) {
+  CLEAVE_TRY(OpInstance inst, pointwise("clip_grad", "X", "select((@ > lo) * (@ < hi), $, 0)", in));
+  inst.params = {{"lo", a.get_float("min", std::numeric_limits<float>::lowest())},
+                 {"hi", a.get_float("max", std::numeric_limits<float>::max())}};
+  return inst;
+}
+
+// d/dx max(min(alpha*x + beta, 1), 0) = alpha inside (0, 1), else 0.
+Expected<OpInstance> hardsigmoid_grad(ir::Attrs const& a, std::span<ir::TensorType const> in) {
+  CLEAVE_TRY(OpInstance inst,
+             pointwise("hardsigmoid_grad", "X",
+                       "select((alpha * @ + beta > 0) * (alpha * @ + beta < 1), $ * alpha, 0)",
+                       in));
+  inst.params = {{"alpha", a.get_float("alpha", 0.2)}, {"beta", a.get_float("beta", 0.5)}};
+  return inst;
 }
 
 Expected<OpInstance> gelu_grad(ir::Attrs const& a, std::span<ir::TensorType const> in) {
@@ -310,11 +329,19 @@ OpSchema pointwise_schema(std::string name, std::string summary, std::string fir
 
 void add_pointwise_gradient_ops(OpRegistry& r) {
   OpRegistry const* reg = &r;  // gradient ops check their shapes against their forward ops
-  must_add(
-      r, pointwise_schema("relu_grad", "dX = dY where Y > 0, else 0, Y = relu(X)", "Y",
-                          "select(@ > 0, $, 0)"));
+  must_add(r, pointwise_schema("relu_grad", "dX = dY where Y > 0, else 0, Y = relu(X)", "Y",
+                               "select(@ > 0, $, 0)"));
   must_add(r, fixed_schema("gelu_grad", "dX = dY * gelu'(X)", forward_attrs(r, "gelu"),
                            {f32({8, 64}), f32({8, 64})}, {}, gelu_grad));
+  must_add(r, fixed_schema("clip_grad", "dX = dY where min < X < max, else 0",
+                           forward_attrs(r, "clip"), {f32({8, 64}), f32({8, 64})}, {}, clip_grad));
+  // d/dx x*relu6(x+3)/6 = 0 below -3, 1 above 3, (2x + 3)/6 between (as PyTorch's backward).
+  must_add(r, pointwise_schema("hardswish_grad", "dX = dY * hardswish'(X)", "X",
+                               "$ * select(@ < -3, 0, select(@ > 3, 1, (2 * @ + 3) * "
+                               "0.16666666666666666))"));
+  must_add(r, fixed_schema("hardsigmoid_grad", "dX = dY * alpha where 0 < alpha * X + beta < 1",
+                           forward_attrs(r, "hardsigmoid"), {f32({8, 64}), f32({8, 64})}, {},
+                           hardsigmoid_grad));
   must_add(
       r, pointwise_schema("tanh_grad", "dX = dY * (1 - Y*Y), Y = tanh(X)", "Y", "$ * (1 - @ * @)"));
   must_add(r, pointwise_schema("sigmoid_grad", "dX = dY * Y * (1 - Y), Y = sigmoid(X)", "Y",

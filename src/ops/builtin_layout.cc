@@ -1,6 +1,7 @@
-// Layout ops: concat, slice, transpose, reshape and embedding (gather). Reads outside a tensor's
-// bounds give 0, so concat is the sum of its inputs shifted along the axis: a piece reads only the
-// inputs its part of the axis overlaps.
+// Layout ops: concat, slice, pad, expand, transpose, reshape and embedding (gather). Reads outside
+// a tensor's bounds give 0, so concat is the sum of its inputs shifted along the axis (a piece
+// reads only the inputs its part of the axis overlaps) and pad a read shifted by the leading pads.
+#include <algorithm>
 #include <numeric>
 
 #include "ops/builtin_util.h"
@@ -56,6 +57,59 @@ Expected<OpInstance> slice(ir::Attrs const& a, std::span<ir::TensorType const> i
   }
   inst.tdl = ref("Y", d) + " = " + ref("X", idx);
   inst.input_names = {"X"};
+  inst.output = ir::TensorType{out, in[0].dtype};
+  return inst;
+}
+
+// Zeros around X: pads = [begin_0, ..., begin_r-1, end_0, ..., end_r-1] (ONNX Pad, constant 0).
+Expected<OpInstance> pad(ir::Attrs const& a, std::span<ir::TensorType const> in) {
+  auto const& x = in[0].shape;
+  auto pads = a.get_ints("pads", {});
+  if (pads.size() != 2 * x.size())
+    return Error(ErrorCode::invalid_argument, "pad: pads has " + std::to_string(pads.size()) +
+                                                  " values; X " + ir::shape_to_string(x) +
+                                                  " needs " + std::to_string(2 * x.size()) +
+                                                  " (the begins, then the ends)");
+  auto d = dim_vars(x.size());
+  auto idx = d;
+  ir::Shape out = x;
+  OpInstance inst;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    std::int64_t begin = pads[k], end = pads[k + x.size()];
+    if (begin < 0 || end < 0 || begin > (1 << 20) || end > (1 << 20))
+      return Error(ErrorCode::invalid_argument, "pad: pads must be in [0, 2^20]");
+    out[k] = x[k] + begin + end;
+    if (begin) idx[k] = d[k] + "-" + std::to_string(begin);
+    inst.extents[d[k]] = out[k];
+  }
+  inst.tdl = ref("Y", d) + " = " + ref("X", idx);
+  inst.input_names = {"X"};
+  inst.output = ir::TensorType{out, in[0].dtype};
+  return inst;
+}
+
+// X broadcast to `shape` (NumPy rules, as ONNX Expand): a stretched dimension reads X's row 0.
+Expected<OpInstance> expand(ir::Attrs const& a, std::span<ir::TensorType const> in) {
+  auto const& x = in[0].shape;
+  auto want = a.get_ints("shape", {});
+  std::size_t rank = std::max(x.size(), want.size());
+  ir::Shape out(rank);
+  for (std::size_t k = 0; k < rank; ++k) {
+    std::int64_t dx = k + x.size() >= rank ? x[k + x.size() - rank] : 1;
+    std::int64_t dw = k + want.size() >= rank ? want[k + want.size() - rank] : 1;
+    if (dw < 1 || (dx != dw && dx != 1 && dw != 1))
+      return shape_error("expand", "X " + ir::shape_to_string(x) + " does not broadcast to " +
+                                       ir::shape_to_string(want));
+    out[k] = std::max(dx, dw);
+  }
+  if (!ir::is_valid_shape(out)) return shape_error("expand", "the output is too large");
+  auto d = dim_vars(rank);
+  std::vector<std::string> idx;
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    std::size_t od = rank - x.size() + j;
+    idx.push_back(x[j] == 1 && out[od] != 1 ? "0" : d[od]);
+  }
+  OpInstance inst = instance(ref("Y", d) + " = " + ref("X", idx), {"X"});
   inst.output = ir::TensorType{out, in[0].dtype};
   return inst;
 }
@@ -197,6 +251,24 @@ void add_layout_ops(OpRegistry& r) {
                         {"ends", std::vector<std::int64_t>{48}},
                         {"axes", std::vector<std::int64_t>{1}}},
               slice}));
+  must(r.add({"pad",
+              "X surrounded by zeros: pads = begins then ends per dimension (ONNX Pad)",
+              {required_ints_attr("pads", "[begin_0, .., begin_r-1, end_0, .., end_r-1]")},
+              false,
+              1,
+              1,
+              {f32({8, 3, 14, 14})},
+              ir::Attrs{{"pads", std::vector<std::int64_t>{0, 0, 1, 1, 0, 0, 1, 1}}},
+              pad}));
+  must(r.add({"expand",
+              "X broadcast to shape (NumPy rules, ONNX Expand)",
+              {required_ints_attr("shape", "the shape to broadcast to")},
+              false,
+              1,
+              1,
+              {f32({1, 1, 64})},
+              ir::Attrs{{"shape", std::vector<std::int64_t>{8, 1, 64}}},
+              expand}));
   must(r.add({"transpose",
               "permute dimensions: Y dim k = X dim perm[k]",
               {ints_attr("perm", {}, "default: reverse")},

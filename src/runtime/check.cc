@@ -12,12 +12,28 @@
 namespace cleave::runtime {
 
 Expected<TrainingRun> run_training(Executor const& executor, TrainingConfig const& config) {
+  return run_training_from(executor, config, synthetic_sources(executor.graph(), config.seed));
+}
+
+void advance_state(ir::Graph const& graph, Values& sources, Values const& step_values) {
+  for (auto const& u : state_updates(graph)) {
+    auto it = step_values.find(graph.tensor(u.next).name);
+    if (it != step_values.end()) sources[graph.tensor(u.state).name] = it->second;
+  }
+}
+
+Values next_sources(ir::Graph const& graph, TrainingRun const& run) {
+  Values sources = run.last_sources;
+  advance_state(graph, sources, run.last);
+  return sources;
+}
+
+Expected<TrainingRun> run_training_from(Executor const& executor, TrainingConfig const& config,
+                                        Values sources) {
   if (config.steps < 1)
     return Error(ErrorCode::invalid_argument,
                  "--steps must be at least 1, not " + std::to_string(config.steps));
   ir::Graph const& graph = executor.graph();
-  Values sources = synthetic_sources(graph, config.seed);
-  auto updates = state_updates(graph);
   TrainingRun run;
   for (int s = 0; s < config.steps; ++s) {
     auto step = executor.run_step(sources, config.exec);
@@ -26,10 +42,7 @@ Expected<TrainingRun> run_training(Executor const& executor, TrainingConfig cons
       run.last = std::move(step->values);
       run.last_sources = std::move(sources);
     } else {
-      for (auto const& u : updates) {
-        auto it = step->values.find(graph.tensor(u.next).name);
-        if (it != step->values.end()) sources[graph.tensor(u.state).name] = it->second;
-      }
+      advance_state(graph, sources, step->values);
     }
     step->values.clear();
     run.steps.push_back(std::move(*step));

@@ -36,9 +36,22 @@ struct TrainingRun {
   Values last_sources;  // what the last step started from: inputs, weights, optimizer state
 };
 
-// Runs `config.steps` steps; each step starts from the weights and optimizer state the previous
-// one updated.
+// Runs `config.steps` steps from the synthetic sources of `config.seed`; each step starts from
+// the weights and optimizer state the previous one updated.
 Expected<TrainingRun> run_training(Executor const& executor, TrainingConfig const& config);
+
+// The same from `sources` (every source tensor's whole value by name): a run that goes on from
+// where another stopped, on another executor (plan) too, since the state is held whole by name,
+// not by placement (`cleave run --rebalance` switches plans between steps so).
+Expected<TrainingRun> run_training_from(Executor const& executor, TrainingConfig const& config,
+                                        Values sources);
+
+// What the step after one that started from `sources` starts from: the weights and optimizer
+// state it updated (`step_values`, the step's values) replace theirs; inputs stay.
+void advance_state(ir::Graph const& graph, Values& sources, Values const& step_values);
+
+// The sources of the step after the run's last one.
+Values next_sources(ir::Graph const& graph, TrainingRun const& run);
 
 constexpr double default_tolerance = 1e-4;
 constexpr double relative_error_floor = 1e-3;

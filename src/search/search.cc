@@ -7,6 +7,7 @@
 #include "search/baselines/baselines.h"
 #include "search/flexflow/flexflow.h"
 #include "search/mincut/mincut.h"
+#include "search/pardnn/pardnn.h"
 #include "search/swapadvisor/swapadvisor.h"
 #include "search/tofu/tofu.h"
 
@@ -84,6 +85,19 @@ std::vector<Algorithm> const& table() {
         "mincut after cutting the ops heavier than a balanced part along their batch dimension", "",
         mincut::mincut_options()},
        mincut::mincut_split},
+      {{"pardnn",
+        "ParDNN: every op whole; heaviest paths sliced into primary and secondary clusters, "
+        "mapped by work overlap and transfers per link, then units moved off overflowing "
+        "devices by least added transfer per byte",
+        "",
+        {}},
+       plain(pardnn::pardnn)},
+      {{"critical-path",
+        "critical-path placement under memory (m-ETF): every op whole, by bottom level, each on "
+        "the device where it finishes earliest, then the memory step of pardnn",
+        "",
+        {}},
+       plain(pardnn::critical_path)},
       {{"swapadvisor",
         "SwapAdvisor: device 0's op schedule, memory pool (size classes, objects per class) and "
         "swaps to the host, searched by a genetic algorithm over the swap planner (Belady among "

@@ -1,44 +1,19 @@
 // Real models exported by PyTorch (scripts/export_test_models.py, a ctest fixture) through the
 // `cleave` program: parameters equal PyTorch's sum(p.numel()), op counts and FLOPs are printed,
 // FLOPs match the zoo's own model of the same configuration, and plans simulate on dgx-a100.
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
+
+#include "cleave_cli.h"
 
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out, err;
-  double seconds = 0;
-};
-
-std::string slurp(std::filesystem::path const& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-Outcome cleave(std::string const& args) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("cleave_import_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
-                    " 2>" + (dir / "err").string();
-  auto start = std::chrono::steady_clock::now();
-  int status = std::system(cmd.c_str());
-  Outcome r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
+using cli_test::cleave;
+using cli_test::Outcome;
+using cli_test::slurp;
 
 std::string model_path(std::string const& name) {
   return std::string(CLEAVE_ONNX_MODELS) + "/" + name + ".onnx";

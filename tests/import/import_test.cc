@@ -1,5 +1,7 @@
 // The importer on small models written in the test: the mapping, parameters counted by use, and
 // bad input (each a clear error naming the cause, never a crash).
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -96,10 +98,10 @@ TEST(ImportErrors, OpsetOutsideTheRange) {
 
 TEST(ImportErrors, UnknownOpNamesOpNodeOpsetAndTheWayOut) {
   MlpOptions o;
-  o.middle_op = "HardSwish";  // ONNX has it since opset 14; cleave has no mapping
+  o.middle_op = "Softsign";  // an ONNX op (since opset 1) that cleave has no mapping for
   auto msg = error_of(bytes_of(mlp(o)));
-  EXPECT_NE(msg.find("ai.onnx::HardSwish"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("HardSwish node 'HardSwish_a'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ai.onnx::Softsign"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Softsign node 'Softsign_a'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("opset 17"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--op-semantics"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--allow-opaque"), std::string::npos) << msg;
@@ -123,7 +125,7 @@ TEST(ImportErrors, DescribedOpIsImportedWithItsTdl) {
 TEST(ImportErrors, UnknownOpBecomesOpaqueWhenAllowed) {
   auto r = registry();
   MlpOptions o;
-  o.middle_op = "HardSwish";
+  o.middle_op = "Softsign";
   ImportOptions allow;
   allow.allow_opaque = true;
   auto g = import_onnx_bytes(bytes_of(mlp(o)), "mish.onnx", *r, allow);
@@ -225,6 +227,32 @@ TEST(ImportErrors, MissingFile) {
   auto g = import_onnx_file("/nonexistent/model.onnx", *r);
   ASSERT_FALSE(g.has_value());
   EXPECT_NE(g.error().message().find("cannot open"), std::string::npos);
+}
+
+// Weights as external data (never opened): onnx's checker finds the file next to the model, not
+// in the working directory, and a missing file is its clear error.
+TEST(Import, ExternalDataIsLookedForNextToTheModel) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cleave_external_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto m = mlp();
+  auto* w = m.mutable_graph()->mutable_initializer(0);  // w1 [16, 8]
+  w->clear_float_data();
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* entry = w->add_external_data();
+  entry->set_key("location");
+  entry->set_value("mlp.weights");
+  std::ofstream(dir / "mlp.onnx", std::ios::binary) << bytes_of(m);
+  auto r = registry();
+  auto missing = import_onnx_file((dir / "mlp.onnx").string(), *r);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message().find("mlp.weights"), std::string::npos)
+      << missing.error().to_string();
+  std::ofstream(dir / "mlp.weights", std::ios::binary) << std::string(16 * 8 * 4, '\0');
+  auto g = import_onnx_file((dir / "mlp.onnx").string(), *r);
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  EXPECT_EQ(g->stats.parameters, 195);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -16,6 +16,16 @@ void add_forward_generators(Generators& g) {
                 {{"approximate", std::string(pick(r, 0, 1) ? "tanh" : "none")}},
                 {}};
   };
+  // Activations with kinks: inputs span them; finite differences land on one with probability 0.
+  g["hardswish"] = [](Rng& r) {
+    return Case{{f32({pick(r, 1, 4), pick(r, 2, 6)})}, {}, {{-5, 5, 0}}};
+  };
+  g["hardsigmoid"] = [](Rng& r) {
+    return Case{{f32({pick(r, 1, 4), pick(r, 2, 6)})}, {{"alpha", 1.0 / 6}}, {{-5, 5, 0}}};
+  };
+  g["clip"] = [](Rng& r) {
+    return Case{{f32({pick(r, 1, 4), pick(r, 2, 6)})}, {{"min", -0.5}, {"max", 0.25}}, {}};
+  };
   g["scale"] = [](Rng& r) {
     return Case{{f32({pick(r, 1, 5), pick(r, 2, 6)})}, {{"alpha", 0.37}}, {}};
   };
@@ -133,6 +143,33 @@ void add_forward_generators(Generators& g) {
                  {"axes", ints({1})},
                  {"steps", ints({pick(r, 1, 3)})}},
                 {}};
+  };
+  g["pad"] = [](Rng& r) {
+    return Case{
+        {f32({pick(r, 1, 3), pick(r, 1, 4), pick(r, 2, 5)})},
+        {{"pads", ints({0, pick(r, 0, 2), pick(r, 0, 1), pick(r, 0, 1), 0, pick(r, 0, 3)})}},
+        {}};
+  };
+  g["expand"] = [](Rng& r) {
+    // X [1, C] or [B, 1, C] stretched to [B, S, C].
+    std::int64_t b = pick(r, 1, 3), s = pick(r, 2, 4), c = pick(r, 1, 4);
+    bool leading = pick(r, 0, 1);
+    return Case{
+        {f32(leading ? ir::Shape{1, c} : ir::Shape{b, 1, c})}, {{"shape", ints({b, s, c})}}, {}};
+  };
+  g["einsum"] = [](Rng& r) {
+    // Attention's two contractions (MaxViT), a transposed output, and a sum inside one operand.
+    static char const* const equations[] = {"bhid,bhjd->bhij", "bhij,bhjd->bhid", "ij,kj->ki",
+                                            "ijk->ik"};
+    std::string eq = equations[pick(r, 0, 3)];
+    std::int64_t b = pick(r, 1, 2), h = pick(r, 1, 2), i = pick(r, 1, 3), j = pick(r, 1, 3),
+                 d = pick(r, 1, 3);
+    if (eq == "bhid,bhjd->bhij")
+      return Case{{f32({b, h, i, d}), f32({b, h, j, d})}, {{"equation", eq}}, {}};
+    if (eq == "bhij,bhjd->bhid")
+      return Case{{f32({b, h, i, j}), f32({b, h, j, d})}, {{"equation", eq}}, {}};
+    if (eq == "ij,kj->ki") return Case{{f32({i, j}), f32({d, j})}, {{"equation", eq}}, {}};
+    return Case{{f32({i, j, d})}, {{"equation", eq}}, {}};
   };
   g["transpose"] = [](Rng& r) {
     std::vector<std::int64_t> perm = {0, 1, 2};

@@ -134,6 +134,22 @@ void add_gradient_generators(Generators& g) {
     c.attrs.set("approximate", std::string(pick(r, 0, 1) ? "tanh" : "none"));
     return c;
   };
+  g["hardswish_grad"] = [same2](Rng& r) {
+    Case c = same2(r);
+    c.fills = {{-5, 5, 0}, {-1, 1, 0}};  // across both kinks at -3 and 3
+    return c;
+  };
+  g["clip_grad"] = [same2](Rng& r) {
+    Case c = same2(r);
+    c.attrs = {{"min", -0.5}, {"max", 0.25}};
+    return c;
+  };
+  g["hardsigmoid_grad"] = [same2](Rng& r) {
+    Case c = same2(r);
+    c.attrs = {{"alpha", 1.0 / 6}, {"beta", 0.5}};
+    c.fills = {{-5, 5, 0}, {-1, 1, 0}};
+    return c;
+  };
   g["sum_to_shape"] = [](Rng& r) {
     ir::Shape x = {pick(r, 1, 4), pick(r, 1, 5), pick(r, 2, 5)};
     ir::Shape to(x.begin() + pick(r, 0, 3), x.end());

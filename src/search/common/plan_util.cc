@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/graph_json.h"
+
 namespace cleave::search {
 
 void slots_in(tdl::BoundIndex const& index, std::vector<int>& out) {
@@ -23,7 +25,8 @@ void split_dim(plan::OpConfig& config, std::size_t dim, std::int64_t extent, int
 
 plan::Plan plan_from_configs(SearchContext const& ctx, std::vector<plan::OpConfig> configs,
                              plan::FetchPolicy fetch, std::string config) {
-  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
+  plan::Plan p;  // the ops' defaults come with `configs`: no op is bound again
+  p.graph_fingerprint = ir::graph_fingerprint(ctx.graph);
   p.ops = std::move(configs);
   p.fetch = fetch;
   p.provenance.config = std::move(config);

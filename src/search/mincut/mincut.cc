@@ -4,36 +4,13 @@
 #include <cstdio>
 #include <numeric>
 
+#include "search/common/list_schedule.h"
 #include "search/common/memory_repair.h"
-#include "search/common/plan_util.h"
-#include "search/mincut/op_graph.h"
+#include "search/common/op_graph.h"
 #include "search/mincut/partition.h"
-#include "search/mincut/schedule.h"
 
 namespace cleave::search::mincut {
 namespace {
-
-// A unit heavier than every device's memory cannot be placed anywhere: the error names its op.
-Status check_fits(SearchContext const& ctx, OpGraph const& graph) {
-  auto const& devices = ctx.cluster().devices();
-  auto largest = std::max_element(devices.begin(), devices.end(), [](auto const& a, auto const& b) {
-    return a.memory.value() < b.memory.value();
-  });
-  for (auto const& unit : graph.units) {
-    if (unit.bytes <= largest->memory.value()) continue;
-    auto const& op = ctx.graph.op(ir::OpId(unit.pieces.front().op));
-    return Error(ErrorCode::out_of_memory,
-                 "op '" + op.name + "' cannot be placed: it needs " + std::to_string(unit.bytes) +
-                     " bytes (the outputs it writes" +
-                     (unit.pieces.size() > 1 && unit.exclusive < 0
-                          ? " with the updates of the same weight"
-                          : "") +
-                     ", the weights and optimizer state it updates), more than any device holds "
-                     "(the largest, " +
-                     largest->name + ", " + std::to_string(largest->memory.value()) + " bytes)");
-  }
-  return Status::ok();
-}
 
 // Per device, its units' time (on device 0) over its share of the whole by speed.
 std::vector<double> loads(OpGraph const& graph, std::vector<int> const& device,
@@ -88,7 +65,7 @@ Expected<plan::Plan> run(SearchContext const& ctx, Options const& options, bool 
       CLEAVE_TRY(graph, build_op_graph(ctx, splits));
     }
   }
-  CLEAVE_CHECK_OK(check_fits(ctx, graph));
+  CLEAVE_CHECK_OK(units_fit_some_device(ctx, graph));
   PartitionSettings settings;
   settings.recursive = options.choice("partitioner") == "recursive";
   settings.time_tolerance = 1.0 + static_cast<double>(options.integer("imbalance")) / 1000;
@@ -97,20 +74,10 @@ Expected<plan::Plan> run(SearchContext const& ctx, Options const& options, bool 
   separate_pieces(graph, part.device, speeds);
   int const num_devices = static_cast<int>(ctx.cluster().num_devices());
   auto plan_of = [&](std::vector<int> const& device) -> Expected<plan::Plan> {
-    auto configs = graph.configs;
-    for (std::size_t op = 0; op < configs.size(); ++op)
-      for (std::size_t p = 0; p < configs[op].devices.size(); ++p)
-        configs[op].devices[p] = device[graph.unit_of[op][p]];
-    auto p = plan_from_configs(ctx, std::move(configs), plan::FetchPolicy::shared, "");
-    p.num_devices = num_devices;
-    p.order = list_schedule(ctx, graph, device);
-    return p;
+    return placement_plan(ctx, graph, device);
   };
   CLEAVE_TRY(Repaired repaired, repair_memory(ctx, graph.units, part.device, plan_of));
-  std::int64_t cut = 0;
-  for (std::size_t u = 0; u < graph.units.size(); ++u)
-    for (auto [v, w] : graph.edges[u])
-      if (u < v && repaired.device[u] != repaired.device[v]) cut += w;
+  std::int64_t cut = cut_bytes(graph, repaired.device);
   auto load = loads(graph, repaired.device, speeds);
   repaired.plan.provenance.config =
       "parts=" + std::to_string(num_devices) + " units=" + std::to_string(graph.units.size()) +

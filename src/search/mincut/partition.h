@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "search/mincut/op_graph.h"
+#include "search/common/op_graph.h"
 
 namespace cleave::search::mincut {
 

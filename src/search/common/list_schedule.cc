@@ -1,9 +1,9 @@
-#include "search/mincut/schedule.h"
+#include "search/common/list_schedule.h"
 
 #include <algorithm>
 #include <queue>
 
-namespace cleave::search::mincut {
+namespace cleave::search {
 namespace {
 
 cluster::DeviceId device_id(int d) {
@@ -87,4 +87,19 @@ std::vector<std::vector<plan::PieceRef>> list_schedule(SearchContext const& ctx,
   return order;
 }
 
-}  // namespace cleave::search::mincut
+plan::Plan placement_plan(SearchContext const& ctx, OpGraph const& graph,
+                          std::vector<int> const& device_of_unit) {
+  auto configs = graph.configs;
+  for (std::size_t op = 0; op < configs.size(); ++op)
+    for (std::size_t p = 0; p < configs[op].devices.size(); ++p)
+      configs[op].devices[p] = device_of_unit[graph.unit_of[op][p]];
+  plan::Plan p;  // not plan_from_configs: the op graph has the fingerprint already
+  p.graph_fingerprint = graph.fingerprint;
+  p.ops = std::move(configs);
+  p.fetch = plan::FetchPolicy::shared;
+  p.num_devices = static_cast<int>(ctx.cluster().num_devices());
+  p.order = list_schedule(ctx, graph, device_of_unit);
+  return p;
+}
+
+}  // namespace cleave::search

@@ -6,12 +6,17 @@
 
 #include <vector>
 
-#include "search/mincut/op_graph.h"
+#include "search/common/op_graph.h"
 
-namespace cleave::search::mincut {
+namespace cleave::search {
 
 std::vector<std::vector<plan::PieceRef>> list_schedule(SearchContext const& ctx,
                                                        OpGraph const& graph,
                                                        std::vector<int> const& device_of_unit);
 
-}  // namespace cleave::search::mincut
+// The plan of a placement of the graph's units: every piece on its unit's device (fetched copies
+// shared), the per-device orders by list_schedule, num_devices set.
+plan::Plan placement_plan(SearchContext const& ctx, OpGraph const& graph,
+                          std::vector<int> const& device_of_unit);
+
+}  // namespace cleave::search

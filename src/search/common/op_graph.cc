@@ -1,4 +1,4 @@
-#include "search/mincut/op_graph.h"
+#include "search/common/op_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "search/common/plan_util.h"
 #include "tdl/bound_op.h"
 
-namespace cleave::search::mincut {
+namespace cleave::search {
 namespace {
 
 cluster::DeviceId device_id(std::size_t d) {
@@ -49,7 +49,9 @@ struct Builder {
   Status price(std::vector<Split> const& splits) {
     auto const& g = ctx.graph;
     auto const& devices = ctx.cluster().devices();
-    out.configs = plan::single_device_plan(g, ctx.registry).ops;
+    auto single = plan::single_device_plan(g, ctx.registry);
+    out.configs = std::move(single.ops);
+    out.fingerprint = std::move(single.graph_fingerprint);
     out.pieces.resize(g.num_ops());
     piece_written.resize(g.num_ops());
     for (ir::OpId id : g.topo_order()) {
@@ -130,10 +132,15 @@ struct Builder {
   void make_edges() {
     auto const& g = ctx.graph;
     out.edges.resize(out.units.size());
+    out.source_reads.assign(out.units.size(), 0);
     for (auto const& op : g.ops()) {
       for (std::size_t i = 0; i < op.inputs.size(); ++i) {
         ir::OpId from = g.producer(op.inputs[i]);
         if (!from.valid()) from = out.update_of[op.inputs[i].value()];
+        if (!from.valid())
+          for (std::size_t p = 0; p < out.unit_of[op.id.value()].size(); ++p)
+            out.source_reads[out.unit_of[op.id.value()][p]] +=
+                out.pieces[op.id.value()][p].input_bytes[i];
         if (!from.valid() || from == op.id) continue;
         auto const& sources = out.unit_of[from.value()];
         for (std::size_t p = 0; p < out.unit_of[op.id.value()].size(); ++p) {
@@ -159,6 +166,47 @@ Expected<OpGraph> build_op_graph(SearchContext const& ctx, std::vector<Split> co
   b.make_units();
   b.make_edges();
   return std::move(b.out);
+}
+
+Status units_fit_some_device(SearchContext const& ctx, OpGraph const& graph) {
+  auto const& devices = ctx.cluster().devices();
+  auto largest = std::max_element(devices.begin(), devices.end(), [](auto const& a, auto const& b) {
+    return a.memory.value() < b.memory.value();
+  });
+  for (auto const& unit : graph.units) {
+    if (unit.bytes <= largest->memory.value()) continue;
+    auto const& op = ctx.graph.op(ir::OpId(unit.pieces.front().op));
+    return Error(ErrorCode::out_of_memory,
+                 "op '" + op.name + "' cannot be placed: it needs " + std::to_string(unit.bytes) +
+                     " bytes (the outputs it writes" +
+                     (unit.pieces.size() > 1 && unit.exclusive < 0
+                          ? " with the updates of the same weight"
+                          : "") +
+                     ", the weights and optimizer state it updates), more than any device holds "
+                     "(the largest, " +
+                     largest->name + ", " + std::to_string(largest->memory.value()) + " bytes)");
+  }
+  return Status::ok();
+}
+
+std::int64_t cut_bytes(OpGraph const& graph, std::vector<int> const& device) {
+  std::int64_t cut = 0;
+  for (std::size_t u = 0; u < graph.units.size(); ++u)
+    for (auto [v, w] : graph.edges[u])
+      if (u < v && device[u] != device[v]) cut += w;
+  return cut;
+}
+
+std::vector<std::int64_t> memory_bound(OpGraph const& graph, std::vector<int> const& device,
+                                       std::size_t num_devices) {
+  std::vector<std::int64_t> bound(num_devices, 0);
+  for (std::size_t u = 0; u < graph.units.size(); ++u) {
+    auto& b = bound[static_cast<std::size_t>(device[u])];
+    b += graph.units[u].bytes + graph.source_reads[u];
+    for (auto [v, bytes] : graph.edges[u])
+      if (device[v] != device[u]) b += bytes;
+  }
+  return bound;
 }
 
 std::vector<double> device_speeds(SearchContext const& ctx, OpGraph const& graph) {
@@ -210,4 +258,4 @@ Expected<std::vector<Split>> heavy_splits(SearchContext const& ctx, OpGraph cons
   return out;
 }
 
-}  // namespace cleave::search::mincut
+}  // namespace cleave::search

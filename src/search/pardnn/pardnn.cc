@@ -1,0 +1,24 @@
+#include "search/pardnn/pardnn.h"
+
+#include "search/pardnn/mapping.h"
+#include "search/pardnn/memory_step.h"
+
+namespace cleave::search::pardnn {
+
+Expected<plan::Plan> pardnn(SearchContext const& ctx) {
+  CLEAVE_TRY(OpGraph graph, build_op_graph(ctx, {}));
+  CLEAVE_CHECK_OK(units_fit_some_device(ctx, graph));
+  UnitDag dag = build_unit_dag(ctx, graph);
+  Links links(ctx.cost);
+  Slicing slicing = slice(dag, links, links.devices());
+  auto device = map_clusters(ctx, graph, dag, links, slicing);
+  CLEAVE_TRY(Repaired repaired, fit_memory(ctx, graph, links, std::move(device)));
+  repaired.plan.provenance.config =
+      "units=" + std::to_string(dag.size()) + " primary=" + std::to_string(slicing.primaries) +
+      " secondary=" + std::to_string(slicing.clusters - slicing.primaries) +
+      " cut_bytes=" + std::to_string(cut_bytes(graph, repaired.device)) +
+      " memory_moves=" + std::to_string(repaired.moves);
+  return std::move(repaired.plan);
+}
+
+}  // namespace cleave::search::pardnn

@@ -1,0 +1,23 @@
+// ParDNN's step 1a, slicing (docs/search_pardnn.md, PAPERS.md §3): K times, the heaviest path of
+// the units not yet in a cluster (through the unit of the largest top + bottom level, extended
+// back and forth along the heaviest neighbours) becomes a primary cluster, and the levels are
+// computed again with no transfer inside a cluster; then every unit left, heaviest first, starts
+// a secondary cluster: the heaviest path through it among the units left. O(K (V + E) + V log V).
+#pragma once
+
+#include <vector>
+
+#include "search/pardnn/dag.h"
+
+namespace cleave::search::pardnn {
+
+struct Slicing {
+  std::vector<int> cluster;  // per unit; clusters 0 .. primaries - 1 are the primary ones
+  int primaries = 0;
+  int clusters = 0;
+  Levels levels;  // with no transfer inside any cluster
+};
+
+Slicing slice(UnitDag const& dag, Links const& links, int num_devices);
+
+}  // namespace cleave::search::pardnn

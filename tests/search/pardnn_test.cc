@@ -1,0 +1,242 @@
+// ParDNN and the critical-path baseline (issue 16): their plans keep every op whole, order every
+// device, validate, lower, simulate, fit and compute what the graph computes; the same seed gives
+// the same plan; on tiny graphs a plan fits wherever some whole-op placement fits (checked against
+// every placement), and where none fits the error names each device's shortfall; an op no device
+// can hold is an error naming it.
+#include <gtest/gtest.h>
+#include <random>
+#include <regex>
+#include <set>
+
+#include "autodiff/training_graph.h"
+#include "cluster/presets.h"
+#include "ir/graph_builder.h"
+#include "lower/reference_run.h"
+#include "lower/test_models.h"
+#include "models/model_zoo.h"
+#include "ops/reference_executor.h"
+#include "search/common/list_schedule.h"
+#include "search/search.h"
+#include "sim/predict.h"
+
+namespace cleave::search {
+namespace {
+
+std::array<char const*, 2> const algos = {"pardnn", "critical-path"};
+
+struct Case {
+  std::unique_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();
+  ir::Graph graph;
+  std::int64_t batch;
+  Case(std::string const& model, std::int64_t batch)
+      : graph(*autodiff::build_training_graph(
+            *models::ModelZoo::with_builtins().build(model, *registry), *registry)),
+        batch(batch) {}
+  Case(ir::Graph g) : graph(std::move(g)), batch(0) {}
+
+  SearchContext context(cost::CostModel const& cost) const {
+    return {graph, *registry, cost, cost.cluster().name(), "", batch, 0, {}, {}};
+  }
+  Expected<plan::Plan> plan(std::string const& algo, cluster::Cluster const& cluster,
+                            std::uint64_t seed = 0) const {
+    cost::CostModel cost(cluster);
+    auto ctx = context(cost);
+    ctx.seed = seed;
+    return make_plan(algo, ctx);
+  }
+  sim::Prediction predict(plan::Plan const& p, cluster::Cluster const& cluster) const {
+    auto program = lower::lower(graph, p, *registry);
+    EXPECT_TRUE(program.has_value()) << program.error().to_string();
+    return sim::predict(graph, *program, cost::CostModel(cluster), batch);
+  }
+};
+
+class PardnnPlans : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PardnnPlans, KeepOpsWholeOrderEveryDeviceFitAndComputeWhatTheGraphComputes) {
+  Case c(GetParam() == "rnn"   ? "rnn:layers=2,hidden=4,steps=3,batch=4,vocab=6"
+         : GetParam() == "gpt" ? "gpt:layers=1,hidden=8,heads=2,seq=4,vocab=7,batch=4"
+                               : "mlp:layers=2,hidden=8,input=4,classes=4,batch=4",
+         4);
+  std::mt19937_64 rng(7);
+  auto sources = lower::testing::random_sources(c.graph, rng);
+  auto whole = ops::evaluate_graph(c.graph, *c.registry, sources);
+  ASSERT_TRUE(whole.has_value()) << whole.error().to_string();
+  auto cluster = *cluster::load_cluster("cpu:devices=4");
+  for (char const* algo : algos) {
+    auto p = c.plan(algo, cluster);
+    ASSERT_TRUE(p.has_value()) << algo << ": " << p.error().to_string();
+    ASSERT_TRUE(plan::validate(*p, c.graph, *c.registry)) << algo;
+    ASSERT_EQ(p->order.size(), 4u) << algo;
+    std::size_t ordered = 0;
+    for (auto const& device : p->order)
+      ordered += device.size();
+    EXPECT_EQ(ordered, c.graph.num_ops()) << algo << ": every op in its device's order";
+    for (auto const& op : p->ops) {
+      ASSERT_EQ(op.devices.size(), 1u) << algo << " keeps every op whole";
+      for (auto d : op.degrees)
+        EXPECT_EQ(d, 1);
+    }
+    EXPECT_NE(p->provenance.config.find("memory_moves=0"), std::string::npos)
+        << p->provenance.config;
+    auto prediction = c.predict(*p, cluster);
+    EXPECT_TRUE(prediction.fits);
+    // The bound that spares the memory step a simulation is above every simulated peak.
+    cost::CostModel cost(cluster);
+    auto op_graph = *build_op_graph(c.context(cost), {});
+    std::vector<int> device;
+    for (auto const& unit : op_graph.units)
+      device.push_back(p->ops[unit.pieces[0].op].devices[unit.pieces[0].piece]);
+    auto bound = memory_bound(op_graph, device, 4);
+    for (std::size_t d = 0; d < 4; ++d)
+      EXPECT_GE(bound[d], prediction.peak_memory_bytes[d]) << algo << " device " << d;
+    auto program = lower::lower(c.graph, *p, *c.registry);
+    ASSERT_TRUE(program.has_value());
+    auto run = lower::run_reference(c.graph, *program, *c.registry, sources);
+    ASSERT_TRUE(run.has_value()) << algo << ": " << run.error().to_string();
+    for (auto const& t : c.graph.tensors()) {
+      if (!c.graph.producer(t.id).valid()) continue;
+      auto const& want = (*whole)[t.id.value()].values;
+      auto const& got = (*run)[t.id.value()].values;
+      ASSERT_EQ(want.size(), got.size());
+      for (std::size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, std::abs(want[i]))) << algo << t.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PardnnPlans, ::testing::Values("mlp", "rnn", "gpt"));
+
+TEST(Pardnn, SameSeedSamePlan) {
+  Case c("resnet:depth=18,batch=8,image=64", 8);
+  auto cluster = *cluster::load_cluster("dgx2");
+  for (char const* algo : algos) {
+    auto a = c.plan(algo, cluster, 5), b = c.plan(algo, cluster, 5);
+    ASSERT_TRUE(a.has_value() && b.has_value()) << algo;
+    ASSERT_EQ(a->ops.size(), b->ops.size());
+    for (std::size_t op = 0; op < a->ops.size(); ++op)
+      EXPECT_EQ(a->ops[op].devices, b->ops[op].devices) << algo;
+    EXPECT_EQ(a->order, b->order) << algo;
+    EXPECT_EQ(a->provenance.config, b->provenance.config) << algo;
+    EXPECT_EQ(a->provenance.seed, 5u);
+  }
+}
+
+// A stacked RNN runs its layers as a wavefront: ParDNN's primary clusters (the heaviest paths)
+// put the layers' chains on different devices, so its step is shorter than on one device and
+// than critical-path placement's, whose earliest-finish choices scatter the chains (PAPERS.md §3:
+// ParDNN 1.1-7x over critical-path placement).
+TEST(Pardnn, BeatsOneDeviceAndCriticalPathOnAStackedRnn) {
+  Case c("rnn:layers=4,hidden=512,steps=16,batch=32,vocab=1000", 32);
+  auto cluster = *cluster::load_cluster("dgx2");
+  auto p = c.plan("pardnn", cluster);
+  auto one = c.plan("single", cluster);
+  auto cp = c.plan("critical-path", cluster);
+  ASSERT_TRUE(p.has_value() && one.has_value() && cp.has_value());
+  std::set<int> used;
+  for (auto const& op : p->ops)
+    used.insert(op.devices[0]);
+  EXPECT_GT(used.size(), 1u);
+  double step = c.predict(*p, cluster).step_time_s;
+  EXPECT_LT(step, 0.8 * c.predict(*one, cluster).step_time_s);
+  EXPECT_LT(step, c.predict(*cp, cluster).step_time_s);
+}
+
+// A random forward graph of `ops` ops in lanes of different widths (unary and binary pointwise
+// ops and products with a weight, reading earlier tensors of their lane), so that where outputs
+// live decides each device's peak.
+ir::Graph tiny_graph(ops::OpRegistry const& registry, std::mt19937_64& rng, int ops) {
+  ir::GraphBuilder b(registry);
+  std::vector<std::vector<ir::TensorId>> lanes;
+  for (std::int64_t rows : {64, 256}) {
+    auto x = b.add_source("x" + std::to_string(rows), {{rows, 16}, ir::DType::fp32},
+                          ir::TensorRole::input);
+    lanes.push_back({*x});
+  }
+  auto w = *b.add_source("w", {{16, 16}, ir::DType::fp32}, ir::TensorRole::weight);
+  for (int i = 0; i < ops; ++i) {
+    auto& lane = lanes[rng() % lanes.size()];
+    auto pick = [&] { return lane[rng() % lane.size()]; };
+    std::string name = "op" + std::to_string(i);
+    int kind = static_cast<int>(rng() % 3);
+    std::vector<ir::TensorId> in = kind == 0   ? std::vector{pick()}
+                                   : kind == 1 ? std::vector{pick(), pick()}
+                                               : std::vector{pick(), w};
+    auto y = b.add_op1({kind == 0 ? "relu" : kind == 1 ? "add" : "linear", in, {}, name, {}, {}});
+    EXPECT_TRUE(y.has_value()) << y.error().to_string();
+    lane.push_back(*y);
+  }
+  return *b.finish();
+}
+
+// The least, over every placement of the graph's units on the cluster (each scheduled as the
+// searches schedule one, search/common/list_schedule.h), of the largest peak of a device.
+std::int64_t least_peak(Case const& c, cluster::Cluster const& cluster) {
+  cost::CostModel cost(cluster);
+  auto ctx = c.context(cost);
+  auto graph = *build_op_graph(ctx, {});
+  std::size_t const units = graph.units.size();
+  auto const k = cluster.num_devices();
+  std::vector<int> device(units, 0);
+  std::int64_t best = INT64_MAX;
+  for (;;) {
+    auto program = *lower::lower(c.graph, placement_plan(ctx, graph, device), *c.registry);
+    auto peaks = sim::predict(c.graph, program, cost, 0).peak_memory_bytes;
+    best = std::min(best, *std::max_element(peaks.begin(), peaks.end()));
+    std::size_t u = 0;
+    while (u < units && ++device[u] == static_cast<int>(k))
+      device[u++] = 0;
+    if (u == units) return best;
+  }
+}
+
+// Capacities at the least peak any placement reaches: the searches fit; a capacity 1 KiB below
+// it: none fits, and the error names every device's peak and shortfall or room.
+TEST(Pardnn, FitsWhereverSomeWholeOpPlacementFits) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 8; ++trial) {
+    Case c(tiny_graph(*ops::OpRegistry::with_builtins(), rng, trial % 2 ? 9 : 6));
+    int const k = trial % 2 ? 2 : 3;
+    auto probe = *cluster::load_cluster("cpu:devices=" + std::to_string(k));
+    std::int64_t least = least_peak(c, probe);
+    auto at = [&](std::int64_t bytes) {
+      return *cluster::load_cluster("cpu:devices=" + std::to_string(k) +
+                                    ",memory=" + std::to_string(bytes) + "B");
+    };
+    for (char const* algo : algos) {
+      auto p = c.plan(algo, at(least));
+      ASSERT_TRUE(p.has_value()) << algo << " trial " << trial << ": " << p.error().to_string();
+      EXPECT_TRUE(c.predict(*p, at(least)).fits) << algo << " trial " << trial;
+      auto none = c.plan(algo, at(least - 1024));
+      ASSERT_FALSE(none.has_value()) << algo << " trial " << trial;
+      EXPECT_EQ(none.error().code(), ErrorCode::out_of_memory);
+      std::string text = none.error().message();
+      for (int d = 0; d < k; ++d)
+        EXPECT_TRUE(std::regex_search(
+            text, std::regex("cpu" + std::to_string(d) +
+                             " (short by|with room for) [0-9]+ \\(peak [0-9]+ of [0-9]+\\)")))
+            << text;
+      EXPECT_NE(text.find("short by"), std::string::npos) << text;
+    }
+  }
+}
+
+// An op that holds more than any device: an error naming it and the largest device, before any
+// step runs; bad input never crashes.
+TEST(Pardnn, AnOpHeavierThanAnyDeviceIsAnErrorNamingIt) {
+  Case c("mlp:layers=2,hidden=2048,input=8,classes=4,batch=4", 4);
+  auto cluster = *cluster::load_cluster("cpu:devices=4,memory=8MiB");
+  for (char const* algo : algos) {
+    auto p = c.plan(algo, cluster);
+    ASSERT_FALSE(p.has_value()) << algo;
+    EXPECT_EQ(p.error().code(), ErrorCode::out_of_memory);
+    std::smatch m;
+    std::string text = p.error().message();
+    ASSERT_TRUE(std::regex_search(text, m, std::regex("op '([^']+)' cannot be placed"))) << text;
+    EXPECT_TRUE(c.graph.find_op(m[1].str()).has_value()) << m[1];
+    EXPECT_NE(text.find("cpu0, 8388608 bytes"), std::string::npos) << text;
+  }
+}
+
+}  // namespace
+}  // namespace cleave::search
