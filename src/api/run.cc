@@ -56,7 +56,8 @@ Expected<RunOutcome> run_one_plan(PlanInput const& input, RunRequest const& requ
   out.prediction = std::move(evaluation.prediction);
   std::vector<runtime::DeviceInfo> devices;
   for (auto const& d : cluster.devices())
-    devices.push_back({d.name, d.memory});
+    devices.push_back(
+        {d.name, d.memory, p.pools.empty() ? memory::Pool{} : p.pools[devices.size()]});
   CLEAVE_TRY(
       runtime::Executor executor,
       runtime::Executor::create(model.training, std::move(evaluation.program), registry, devices));

@@ -143,6 +143,7 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
     PieceRef issue =
         s.in_after ? *s.in_after : order[c.position[s.in_before.op][s.in_before.piece] - 1];
     q.ordering.push_back({out_id[k], id[c.task_of(s.out_after)]});
+    if (s.out_before) q.ordering.push_back({id[c.task_of(*s.out_before)], out_id[k]});
     q.ordering.push_back({in_id, id[c.task_of(issue)]});
     TaskId before = id[c.task_of(s.in_before)];
     auto const& deps = q.tasks[before].deps;

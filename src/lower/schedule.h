@@ -8,7 +8,8 @@
 // - turns each swap into a swap-out task (it reads the block, after the piece it follows; it frees
 //   the block, lifetime.h) and a swap-in task (it reads the swap-out's host copy, after the piece
 //   that issues it), both placed just after the block's writer in the task list; the device's
-//   pieces from `in_before` on read the swapped-in block instead of the original;
+//   pieces from `in_before` on read the swapped-in block instead of the original; a swap's
+//   `out_before` piece waits for its swap-out (an ordering edge);
 // - checks that the orders agree with the data dependencies, a collective counting as one unit
 //   (its members start together in the simulator): an order that would make a cycle is an error
 //   naming two pieces of it.

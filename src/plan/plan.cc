@@ -64,6 +64,26 @@ Status validate_tensor_fetch(Plan const& plan, ir::Graph const& graph) {
   return Status::ok();
 }
 
+Status validate_pools(Plan const& plan) {
+  if (plan.pools.empty()) return Status::ok();
+  auto fail = [](std::string const& why) {
+    return Error(ErrorCode::invalid_argument, "the plan's memory pools: " + why);
+  };
+  if (plan.pools.size() != static_cast<std::size_t>(plan.num_devices))
+    return fail(std::to_string(plan.pools.size()) + " pools for " +
+                std::to_string(plan.num_devices) + " devices; give one per device or none");
+  for (std::size_t d = 0; d < plan.pools.size(); ++d) {
+    auto const& classes = plan.pools[d].classes;
+    for (std::size_t c = 0; c < classes.size(); ++c)
+      if (classes[c].objects < 1 || classes[c].object_bytes < 1 ||
+          (c > 0 && classes[c].object_bytes <= classes[c - 1].object_bytes))
+        return fail("device " + std::to_string(d) + "'s size class " + std::to_string(c) +
+                    " is not a positive number of objects of a positive size larger than the "
+                    "class before");
+  }
+  return Status::ok();
+}
+
 // Checks a swap against the graph and the (validated) orders.
 Status validate_swap(Plan const& plan, ir::Graph const& graph, Swap const& swap) {
   auto fail = [&](std::string const& why) {
@@ -108,6 +128,14 @@ Status validate_swap(Plan const& plan, ir::Graph const& graph, Swap const& swap)
                   " piece " + std::to_string(swap.in_after->piece) +
                   ", which is not a piece of the device from the swap-out's piece on and before " +
                   piece_text(graph, swap.in_before));
+  }
+  if (swap.out_before) {
+    auto wait = position(*swap.out_before);
+    if (!wait || *wait <= *out)
+      return fail("its swap-out is awaited by op " + std::to_string(swap.out_before->op) +
+                  " piece " + std::to_string(swap.out_before->piece) +
+                  ", which is not a piece of the device after " +
+                  piece_text(graph, swap.out_after));
   }
   return Status::ok();
 }
@@ -163,6 +191,7 @@ Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const&
     pieces[op.id.value()] = static_cast<std::int64_t>(c.devices.size());
   }
   CLEAVE_CHECK_OK(validate_tensor_fetch(plan, graph));
+  CLEAVE_CHECK_OK(validate_pools(plan));
   if (plan.order.empty()) {
     if (plan.swaps.empty()) return Status::ok();
     return Error(ErrorCode::invalid_argument,

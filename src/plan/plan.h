@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "memory/pool.h"
 #include "ops/op_registry.h"
 #include "tdl/piece.h"
 
@@ -63,7 +64,11 @@ struct TensorFetch {
 // `in_before` does not start before it. The region is one block the device holds: the whole output
 // of one of its pieces or of a reduce task combining partial results there (lower/schedule.h).
 // The device's pieces up to `out_after` read the block, those from `in_before` on read the copy
-// swapped in; none between them may read it, and no other device may. Needs the device's order.
+// swapped in; none between them may read it, and no other device may. `out_before`, if given, is a
+// piece after `out_after` that does not start before the swap-out has ended: the piece that needs
+// the memory the swap-out frees (SwapAdvisor's control edge swap-out -> consumer), so that a plan
+// that fits by its swaps fits however the copies and the computation interleave. Needs the
+// device's order.
 struct Swap {
   ir::TensorId tensor;
   tdl::Box region;
@@ -71,6 +76,7 @@ struct Swap {
   PieceRef out_after;
   PieceRef in_before;
   std::optional<PieceRef> in_after;
+  std::optional<PieceRef> out_before;
   bool operator==(Swap const&) const = default;
 };
 
@@ -104,6 +110,11 @@ struct Plan {
   // simulator and the runtime (first ready first, ties by lower::canonical_less).
   std::vector<std::vector<PieceRef>> order;
   std::vector<Swap> swaps;  // need `order`
+  // Per device, the memory pool that the blocks the step writes there take objects of
+  // (SwapAdvisor's allocation, memory/pool.h), beside the blocks held before the step, which are
+  // counted in bytes; the runtime's arena and evaluate() both hold the step's blocks in it. Empty:
+  // no pools; a pool without classes: none on that device.
+  std::vector<memory::Pool> pools;
   FetchPolicy fetch = FetchPolicy::shared;
   std::vector<TensorFetch> tensor_fetch;  // overrides `fetch` per tensor; one entry per tensor
   Provenance provenance;
@@ -124,8 +135,10 @@ Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry)
 // per-device orders that list every piece exactly once on its own device, per-tensor fetch
 // policies of tensors of the graph (one each), and swaps of a region inside their tensor, on a
 // device with an order that lists `out_after` before `in_before` (and `in_after`, if given, at or
-// after `out_after` and before `in_before`). Whether a swap's region is a block its device holds,
-// and whether an order agrees with the data dependencies, the lowering checks (it knows both).
+// after `out_after` and before `in_before`; `out_before`, if given, after `out_after`), and pools,
+// if given, one per device with classes in ascending object size, each with objects. Whether a
+// swap's region is a block its device holds, and whether an order agrees with the data
+// dependencies, the lowering checks (it knows both).
 Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry);
 // The per-op part of `validate`: degrees and devices of one op's configuration.
 Status validate_op(OpConfig const& config, ir::Op const& op, tdl::BoundOp const& bound,

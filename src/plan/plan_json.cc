@@ -154,6 +154,16 @@ std::string plan_to_json(Plan const& plan) {
     tensor_fetch.push_back({f.tensor.value(), fetch_name(f.policy)});
   j["tensor_fetch"] = std::move(tensor_fetch);
   j["provenance"] = provenance_to_json(plan.provenance);
+  if (!plan.pools.empty()) {
+    auto pools = json::array();
+    for (auto const& pool : plan.pools) {
+      auto classes = json::array();
+      for (auto const& c : pool.classes)
+        classes.push_back({c.object_bytes, c.objects});
+      pools.push_back(std::move(classes));
+    }
+    j["pools"] = std::move(pools);
+  }
   auto ops = json::array();
   for (auto const& c : plan.ops)
     ops.push_back({{"degrees", c.degrees}, {"devices", c.devices}});
@@ -174,6 +184,7 @@ std::string plan_to_json(Plan const& plan) {
                  {"out_after", piece_json(s.out_after)},
                  {"in_before", piece_json(s.in_before)}};
     if (s.in_after) swap["in_after"] = piece_json(*s.in_after);
+    if (s.out_before) swap["out_before"] = piece_json(*s.out_before);
     swaps.push_back(std::move(swap));
   }
   j["swaps"] = std::move(swaps);
@@ -208,6 +219,14 @@ Expected<Plan> plan_from_json(std::string_view text) {
         CLEAVE_TRY(auto policy, fetch_from(f.at(1), "a \"tensor_fetch\" policy"));
         p.tensor_fetch.push_back({ir::TensorId(integer<std::uint32_t>(f.at(0))), policy});
       }
+    if (j.contains("pools"))
+      for (auto const& pool : j.at("pools")) {
+        memory::Pool parsed;
+        for (auto const& c : pool)
+          parsed.classes.push_back(
+              {integer<std::int64_t>(c.at(0)), integer<std::int64_t>(c.at(1))});
+        p.pools.push_back(std::move(parsed));
+      }
     if (j.contains("swaps"))
       for (auto const& s : j.at("swaps")) {
         Swap swap{ir::TensorId(integer<std::uint32_t>(s.at("tensor"))),
@@ -215,8 +234,10 @@ Expected<Plan> plan_from_json(std::string_view text) {
                   integer<int>(s.at("device")),
                   piece_from(s.at("out_after")),
                   piece_from(s.at("in_before")),
+                  std::nullopt,
                   std::nullopt};
         if (s.contains("in_after")) swap.in_after = piece_from(s.at("in_after"));
+        if (s.contains("out_before")) swap.out_before = piece_from(s.at("out_before"));
         p.swaps.push_back(std::move(swap));
       }
     for (auto const& c : j.at("ops"))

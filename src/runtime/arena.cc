@@ -7,7 +7,12 @@
 
 namespace cleave::runtime {
 
-Status Arena::allocate(Bytes size, std::string const& what) {
+Arena::Arena(std::string device_name, Bytes capacity, memory::Pool pool)
+    : device_(std::move(device_name)), capacity_(capacity) {
+  if (!pool.classes.empty()) pool_.emplace(std::move(pool));
+}
+
+Expected<Charge> Arena::allocate(Bytes size, std::string const& what, bool written) {
   std::lock_guard lock(mutex_);
   std::int64_t after = in_use_ + size.value();
   if (after > capacity_.value()) {
@@ -19,15 +24,26 @@ Status Arena::allocate(Bytes size, std::string const& what) {
                      std::to_string(shortfall) +
                      " bytes) short; give the device more memory or plan again for it");
   }
+  Charge charge{size, std::nullopt};
+  if (written && pool_) {
+    charge.slot = pool_->allocate(size.value());
+    if (!charge.slot)
+      return Error(ErrorCode::out_of_memory,
+                   "device " + device_ + " is out of memory: " + what + " needs " +
+                       format_bytes(size) + " and its plan's pool (" +
+                       memory::pool_to_string(pool_->pool()) +
+                       ") has no free object that holds it; plan again for the device");
+  }
   in_use_ = after;
   peak_ = std::max(peak_, in_use_);
-  return Status::ok();
+  return charge;
 }
 
-void Arena::release(Bytes size) {
+void Arena::release(Charge const& charge) {
   std::lock_guard lock(mutex_);
-  CLEAVE_ASSERT(size.value() <= in_use_, "an arena released more than it holds");
-  in_use_ -= size.value();
+  CLEAVE_ASSERT(charge.bytes.value() <= in_use_, "an arena released more than it holds");
+  in_use_ -= charge.bytes.value();
+  if (charge.slot) pool_->release(*charge.slot);
 }
 
 Bytes Arena::peak() const {

@@ -1,27 +1,38 @@
 // A device's memory arena (DESIGN.md "Runtime"): every block a device holds is charged to it, and
 // it refuses what would pass the device's capacity, so a plan that claims to fit must fit when it
 // runs. A block is charged its size in its tensor's dtype (what the plan and the simulator count),
-// although CPU workers store every element as fp32.
+// although CPU workers store every element as fp32. With a pool (the plan's, memory/pool.h), each
+// block the step writes also takes an object of the pool, so that a plan whose blocks fit its pool
+// in simulation fits it here.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "memory/pool.h"
 #include "support/status.h"
 #include "support/units.h"
 
 namespace cleave::runtime {
 
+// What an arena holds for a block: its bytes and, in a pool, its object.
+struct Charge {
+  Bytes bytes;
+  std::optional<memory::Slot> slot;
+};
+
 class Arena {
  public:
-  Arena(std::string device_name, Bytes capacity)
-      : device_(std::move(device_name)), capacity_(capacity) {}
+  // A pool without classes: none.
+  Arena(std::string device_name, Bytes capacity, memory::Pool pool = {});
 
-  // Charges `size` for a block of `what` ("tensor fc.w[0,4)x[0,8)"); an out_of_memory error that
-  // names the device, the block and the shortfall when it does not fit. Thread-safe.
-  Status allocate(Bytes size, std::string const& what);
-  void release(Bytes size);
+  // Charges `size` for a block of `what` ("tensor fc.w[0,4)x[0,8)"), and a block the step writes
+  // (`written`) an object of the pool, if there is one; an out_of_memory error that names the
+  // device, the block and the shortfall (or the full pool) when it does not fit. Thread-safe.
+  Expected<Charge> allocate(Bytes size, std::string const& what, bool written = false);
+  void release(Charge const& charge);
 
   Bytes peak() const;
   Bytes capacity() const { return capacity_; }
@@ -33,6 +44,7 @@ class Arena {
   mutable std::mutex mutex_;
   std::int64_t in_use_ = 0;
   std::int64_t peak_ = 0;
+  std::optional<memory::PoolAllocator> pool_;
 };
 
 }  // namespace cleave::runtime

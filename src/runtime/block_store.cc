@@ -95,11 +95,12 @@ Bytes block_bytes(ir::Graph const& graph, ir::TensorId tensor, tdl::Box const& r
 
 Status BlockStore::add(ir::TensorId tensor, tdl::Box region, std::vector<float> data, bool partial,
                        lower::TaskId task) {
-  Block block{tensor, std::move(region), std::move(data), partial, task, Bytes()};
+  Block block{tensor, std::move(region), std::move(data), partial, task, Charge{}};
   CLEAVE_ASSERT(static_cast<std::int64_t>(block.data.size()) == tdl::box_volume(block.region),
                 "a block's data does not match its region");
-  block.charged = block_bytes(graph_, block.tensor, block.region);
-  CLEAVE_CHECK_OK(arena_.allocate(block.charged, block_name(graph_, block.tensor, block.region)));
+  CLEAVE_TRY(block.charged, arena_.allocate(block_bytes(graph_, block.tensor, block.region),
+                                            block_name(graph_, block.tensor, block.region),
+                                            /*written=*/task != no_task));
   std::lock_guard lock(mutex_);
   blocks_.push_back(std::make_shared<Block>(std::move(block)));
   return Status::ok();
@@ -206,16 +207,17 @@ void BlockStore::free_written(lower::TaskId task) {
 }
 
 void BlockStore::free_inside(ir::TensorId tensor, tdl::Box const& region) {
-  Bytes released;
+  std::vector<Charge> released;
   {
     std::lock_guard lock(mutex_);
     std::erase_if(blocks_, [&](std::shared_ptr<Block> const& b) {
       bool drop = b->tensor == tensor && !b->partial && inside(region, b->region);
-      if (drop) released += b->charged;
+      if (drop) released.push_back(b->charged);
       return drop;
     });
   }
-  arena_.release(released);
+  for (auto const& charge : released)
+    arena_.release(charge);
 }
 
 std::vector<Block> BlockStore::blocks_of(ir::TensorId tensor) const {

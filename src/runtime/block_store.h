@@ -23,7 +23,7 @@ struct Block {
   std::vector<float> data;  // row-major over region
   bool partial = false;
   lower::TaskId task = no_task;  // the task that wrote it; no_task for blocks held before the step
-  Bytes charged;                 // what the arena holds for it
+  Charge charged;                // what the arena holds for it
 };
 
 // Copies the elements of `part` (inside both regions) from src (holding src_region) to dst

@@ -114,7 +114,7 @@ class StepRun {
     for (int d : options.devices)
       local_[static_cast<std::size_t>(d)] = true;
     for (auto const& d : s.devices)
-      arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity));
+      arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity, d.pool));
     for (auto& a : arenas_)
       stores_.push_back(std::make_unique<BlockStore>(s.graph, *a));
     for (TaskId i = 0; i < s.program.tasks.size(); ++i)

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "lower/program.h"
+#include "memory/pool.h"
 #include "ops/op_registry.h"
 #include "runtime/kernels/kernel.h"
 
@@ -33,6 +34,7 @@ namespace cleave::runtime {
 struct DeviceInfo {
   std::string name;
   Bytes capacity;
+  memory::Pool pool = {};  // the plan's pool for the blocks the step writes (plan.h); none: empty
 };
 
 class CommBackend;

@@ -8,6 +8,7 @@
 #include "search/flexflow/flexflow.h"
 #include "search/mincut/mincut.h"
 #include "search/pardnn/pardnn.h"
+#include "search/swapadvisor/swapadvisor.h"
 #include "search/tofu/tofu.h"
 
 namespace cleave::search {
@@ -97,6 +98,24 @@ std::vector<Algorithm> const& table() {
         "",
         {}},
        plain(pardnn::critical_path)},
+      {{"swapadvisor",
+        "SwapAdvisor: device 0's op schedule, memory pool (size classes, objects per class) and "
+        "swaps to the host, searched by a genetic algorithm over the swap planner (Belady among "
+        "blocks idle for a while) and the simulator",
+        "one chromosome planned and simulated (no budget given: the generations option)",
+        swapadvisor::swapadvisor_options()},
+       swapadvisor::swapadvisor},
+      {{"lru-swap",
+        "on-demand swapping on device 0: the graph's order, the least recently used block "
+        "copied out when memory runs short, copied back one op before its use",
+        "",
+        {}},
+       plain(swapadvisor::lru_swap)},
+      {{"ideal",
+        "SwapAdvisor's Ideal: every op whole on device 0 with unlimited memory (single)",
+        "",
+        {}},
+       plain(single)},
   };
   return all;
 }

@@ -1,6 +1,9 @@
 #include "sim/evaluate.h"
 
+#include <algorithm>
+
 #include "lower/lowering.h"
+#include "memory/pool.h"
 
 namespace cleave::sim {
 
@@ -23,6 +26,34 @@ std::vector<Violation> violations_of(std::vector<DeviceEvaluation> const& device
   return out;
 }
 
+// Devices whose plan's pool (plan.h) has no free object for a block the step writes there, at
+// the first such block: a violation of that block's size (on devices not already over capacity).
+void add_pool_violations(plan::Plan const& plan, MemoryUse const& use,
+                         std::vector<Violation>& out) {
+  for (std::size_t d = 0; d < plan.pools.size(); ++d) {
+    if (plan.pools[d].classes.empty() ||
+        std::any_of(out.begin(), out.end(),
+                    [&](Violation const& v) { return v.device == static_cast<int>(d); }))
+      continue;
+    memory::PoolAllocator pool(plan.pools[d]);
+    std::vector<std::optional<memory::Slot>> slots(use.blocks.size());
+    for (auto const& e : use.events[d]) {
+      if (use.blocks[e.block].task == held_before_step) continue;
+      if (e.bytes < 0) {
+        if (slots[e.block]) pool.release(*slots[e.block]);
+        slots[e.block].reset();
+        continue;
+      }
+      slots[e.block] = pool.allocate(e.bytes);
+      if (slots[e.block]) continue;
+      out.push_back({static_cast<int>(d), e.bytes, e.time_s, e.time_s, {}});
+      break;
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](Violation const& a, Violation const& b) { return a.device < b.device; });
+}
+
 }  // namespace
 
 Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
@@ -41,13 +72,14 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
   auto sim = simulate(e.program, timings, resources_of(cluster));
   e.prediction = summarize(ctx.graph, e.program, ctx.cost, costs, timings, std::move(sim),
                            ctx.samples_per_step, &index);
-  auto memory = device_memory(ctx.graph, memory_use(ctx.graph, e.program, e.prediction.sim.spans),
-                              cluster, ctx.largest_blocks);
+  auto use = memory_use(ctx.graph, e.program, e.prediction.sim.spans);
+  auto memory = device_memory(ctx.graph, use, cluster, ctx.largest_blocks);
   for (std::size_t d = 0; d < cluster.num_devices(); ++d)
     e.devices.push_back({cluster.devices()[d].name,
                          device_time(e.program, index, e.prediction.sim, static_cast<int>(d)),
                          std::move(memory[d])});
   e.violations = violations_of(e.devices);
+  add_pool_violations(ctx.plan, use, e.violations);
   return e;
 }
 

@@ -22,7 +22,9 @@ struct EvaluationContext {
   std::size_t largest_blocks = 5;  // the live blocks listed per device at its peak
 };
 
-// A device whose memory the step overflows.
+// A device whose memory the step overflows: its peak passes its capacity, or a block the step
+// writes finds no free object in the device's pool (plan.h; then `over_bytes` is that block's size
+// and both times when it was to be allocated).
 struct Violation {
   int device = 0;
   std::int64_t over_bytes = 0;     // its peak less its capacity

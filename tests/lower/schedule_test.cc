@@ -2,6 +2,7 @@
 // block alive, swaps become a swap-out and a swap-in whose late readers read the copy, the
 // program still computes what the graph computes, and bad schedules are clear errors. Also the
 // per-tensor fetch policy and the plan format's version 2.
+#include <algorithm>
 #include <functional>
 #include <gtest/gtest.h>
 
@@ -78,6 +79,27 @@ TEST(Schedule, SwapsAreLoweredToHostCopiesThatLateReadersRead) {
   expect_computes_the_graph(m.graph, *program, *m.registry, /*seed=*/7);
 }
 
+// A swap's `out_before` piece waits for its swap-out: the edge that keeps a plan's memory within
+// what its swap planner counted, however copies and computation interleave.
+TEST(Schedule, OutBeforeWaitsForTheSwapOut) {
+  Mlp m;
+  plan::Plan p = with_swapped_activations(m.graph, m.single, /*gap=*/2);
+  ASSERT_FALSE(p.swaps.empty());
+  p.swaps[0].out_before = p.swaps[0].in_before;
+  auto program = lower(m.graph, p, *m.registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  std::optional<TaskId> out, before;
+  for (TaskId i = 0; i < program->tasks.size(); ++i) {
+    Task const& t = program->tasks[i];
+    if (t.kind == TaskKind::swap_out && t.tensor == p.swaps[0].tensor) out = i;
+    if (t.kind == TaskKind::compute && t.op.value() == p.swaps[0].in_before.op) before = i;
+  }
+  ASSERT_TRUE(out && before);
+  auto const& e = program->ordering;
+  EXPECT_NE(std::find(e.begin(), e.end(), OrderEdge{*before, *out}), e.end());
+  expect_computes_the_graph(m.graph, *program, *m.registry, /*seed=*/7);
+}
+
 // Each check: a plan made bad one way, and what its error must say.
 TEST(Schedule, BadSchedulesAreClearErrors) {
   Mlp m;
@@ -99,6 +121,8 @@ TEST(Schedule, BadSchedulesAreClearErrors) {
        "it issues the swap-in after"},
       {[](plan::Plan& p) { p.swaps[0].in_before = p.order[0].back(); },
        "reads it between the swap-out and the swap-in"},
+      {[](plan::Plan& p) { p.swaps[0].out_before = p.swaps[0].out_after; },
+       "its swap-out is awaited by"},
       {[](plan::Plan& p) {
          p.tensor_fetch = {{ir::TensorId(0)}, {ir::TensorId(0)}};
        },
@@ -203,6 +227,7 @@ TEST(PlanJson, Version2CarriesTheScheduleAndVersion1Loads) {
   Mlp m;
   plan::Plan p = with_swapped_activations(m.graph, m.single, /*gap=*/2);
   p.swaps[0].in_after = p.order[0][3];
+  p.swaps[0].out_before = p.swaps[0].in_before;
   p.tensor_fetch = {{ir::TensorId(2), plan::FetchPolicy::per_pass}};
   std::string text = plan::plan_to_json(p);
   EXPECT_NE(text.find("\"format\":\"cleave.plan/2\""), std::string::npos);

@@ -121,6 +121,7 @@ inline plan::Plan with_swapped_activations(ir::Graph const& g, plan::Plan p, std
                        0,
                        {last_forward->value(), 0},
                        {first_backward->value(), 0},
+                       std::nullopt,
                        std::nullopt});
   }
   return p;

@@ -1,0 +1,48 @@
+// The allocation half of SwapAdvisor's chromosome (PAPERS.md §4): the distinct block sizes of a
+// step, sorted, each mapped to a size class (the first to class 0, each next to the same class or
+// the next one), and a number of objects per class. A class's objects are as large as its largest
+// size, so the mapping trades internal fragmentation (few classes) against objects that only
+// some blocks can use (many). Crossover and mutation may break the mapping's steps or overfill
+// the device; `repair` restores both.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "memory/pool.h"
+#include "support/status.h"
+
+namespace cleave::memory {
+
+struct AllocationProblem {
+  std::vector<std::int64_t> sizes;  // the distinct block sizes, strictly ascending
+  // Sizes (indices into `sizes`, repeated as often as needed) that must be held at once, such as
+  // one op's inputs and output: every class keeps objects enough for each such set.
+  std::vector<std::vector<std::uint32_t>> together;
+  std::int64_t capacity = 0;  // the bytes the pool may take
+};
+
+struct Allocation {
+  std::vector<std::uint32_t> size_class;  // per size
+  std::vector<std::int64_t> objects;      // per class
+  bool operator==(Allocation const&) const = default;
+};
+
+// The pool an allocation describes (object size: the largest size of the class).
+Pool pool_of(AllocationProblem const& problem, Allocation const& allocation);
+// Per class of `size_class`, the fewest objects that hold every `together` set.
+std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
+                                      std::vector<std::uint32_t> const& size_class);
+
+// Whether an allocation is one `repair` could return: a class per size, the first 0 and steps of
+// 0 or 1, a count per class of at least its minimum, and a pool within capacity. The error says
+// which rule it breaks.
+Status check_allocation(AllocationProblem const& problem, Allocation const& allocation);
+
+// The allocation with its mapping made monotone (a step back or beyond one is cut to the nearest
+// allowed), a count for every class, at least its minimum, and, where the pool is over capacity,
+// each class's objects above its minimum cut in proportion until it fits. An error when even the
+// minima overfill the capacity (the classes cannot hold what one op needs at once).
+Expected<Allocation> repair(AllocationProblem const& problem, Allocation allocation);
+
+}  // namespace cleave::memory

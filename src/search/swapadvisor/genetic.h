@@ -1,0 +1,58 @@
+// SwapAdvisor's genetic algorithm (PAPERS.md §4). A chromosome is a schedule (a topological order
+// of the ops) and an allocation (memory/allocation.h); its fitness is the simulated step time of
+// the plan the swap planner makes for it (swap_planner.h), infinite where the planner finds no
+// room. Each crossover of two parents makes 4 children: the 2 schedule crossovers (the first CR
+// ops of one parent, then the rest in the other's order: always topological) times the 2
+// one-point crossovers of their allocations (repaired). A child's schedule mutates by a ready-set
+// scheduler that takes a random ready op with the mutation rate (else the one the schedule runs
+// first); its allocation's genes each mutate with that rate (a size's class by +-1, a class's
+// objects by a Gaussian step). Parents are drawn by softmax over (T_best - t) / T_best; the next
+// population is the best of parents and children, so the best never gets worse.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "search/common/progress.h"
+#include "search/swapadvisor/swap_planner.h"
+
+namespace cleave::search::swapadvisor {
+
+struct Chromosome {
+  std::vector<ir::OpId> schedule;
+  memory::Allocation allocation;
+};
+
+struct GeneticOptions {
+  std::int64_t population = 32;
+  std::int64_t mutation_percent = 10;
+  std::int64_t generations = 20;  // when the budget gives no limit
+  int idle_threshold = 2;
+};
+
+// A chromosome's plan and how fast it runs.
+struct Scored {
+  Chromosome chromosome;
+  std::vector<plan::Swap> swaps;
+  double step_s = 0;  // +inf: the planner found no room
+};
+
+struct GeneticResult {
+  Scored best;
+  double first_population_best_s = 0;
+  plan::SearchCourse course;
+  std::int64_t generations = 0;
+  bool budget_exhausted = false;
+};
+
+// The plan of device 0 for a schedule, its swaps and its pool (none: without classes): every op
+// whole there, in that order.
+plan::Plan schedule_plan(SearchContext const& ctx, std::vector<ir::OpId> const& schedule,
+                         std::vector<plan::Swap> swaps, memory::Pool pool = {});
+
+// The search; an error when no chromosome of the first population fits (it repeats the swap
+// planner's error for the first).
+Expected<GeneticResult> run_genetic(SearchContext const& ctx, StepModel const& model,
+                                    GeneticOptions const& options);
+
+}  // namespace cleave::search::swapadvisor

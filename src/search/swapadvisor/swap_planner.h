@@ -1,0 +1,64 @@
+// SwapAdvisor's swap planner (PAPERS.md §4): given a schedule of one device's ops and how its
+// memory is divided, which blocks to copy to the host and back, and when, so that what the device
+// holds never passes its memory.
+//
+// The step is a walk over the schedule's positions. At position k the op there holds its inputs
+// and allocates its output, and the copies back that the next op needs are issued (on-demand
+// prefetch one op ahead). A block lives from its writer's position to its last reader's; when an
+// allocation finds no room, a block is evicted: copied out after its last use so far and freed
+// before the op at k starts (the swap's `out_before`), then copied back before its next use.
+// Belady's rule evicts the block whose next use is furthest, among blocks idle for at least
+// `idle_threshold` positions, so that the copy out has had time to run; LRU evicts the least
+// recently used. A second pass issues each copy back as early as the memory it takes is free over
+// the positions before its use (swaps start as early as their dependencies and memory allow).
+//
+// Blocks held before the step (weights, optimizer state, inputs) stay on the device: the room is
+// the device's memory less theirs. Every block the step writes is freed within the step, or lives
+// to its end without being swapped, so every step starts alike and one step's plan serves all.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "lower/program.h"
+#include "memory/allocation.h"
+#include "search/common/search_context.h"
+
+namespace cleave::search::swapadvisor {
+
+// One device's step with every op whole on it, as the planner reads it: per compute task its
+// block and the tasks whose blocks it reads.
+struct StepModel {
+  lower::Program program;  // the lowering of the single-device plan, without order or swaps
+  std::vector<lower::TaskId> task_of_op;          // per op id
+  std::vector<std::int64_t> bytes;                // per task: its block
+  std::vector<std::vector<lower::TaskId>> reads;  // per task, distinct
+  std::int64_t held_before_step = 0;              // bytes of Program::initial
+  memory::AllocationProblem allocation;           // sizes and what each op holds at once
+  std::vector<std::uint32_t> size_index;          // per task, into allocation.sizes
+};
+
+// The step of the context's graph on device 0 of its cluster. Errors: the graph does not lower,
+// or the blocks held before the step alone overfill the device.
+Expected<StepModel> step_model(SearchContext const& ctx);
+
+enum class Eviction : std::uint8_t { belady, lru };
+
+struct SwapRequest {
+  StepModel const& model;
+  std::vector<ir::OpId> const& schedule;  // a topological order of every op
+  // The room: a pool (a block takes an object of its size's class; it evicts in that class),
+  // else bytes (a block takes its size; it evicts any block).
+  memory::Allocation const* allocation = nullptr;
+  std::int64_t room_bytes = 0;
+  Eviction eviction = Eviction::belady;
+  int idle_threshold = 1;     // positions; at least 1
+  bool early_copy_in = true;  // the second pass
+};
+
+// The swaps of device 0 for the request's schedule (plan::Swap: every op is piece 0). An error
+// names the op whose position found no room and no block to evict.
+Expected<std::vector<plan::Swap>> plan_swaps(SwapRequest const& request);
+
+}  // namespace cleave::search::swapadvisor

@@ -1,0 +1,216 @@
+// SwapAdvisor (issue 18): the swap planner's plans fit the device in simulation, whatever the
+// eviction rule; the genetic algorithm gives the same plan for the same seed, is never worse than
+// the best of its first population, and leaves a plan with a budget of one iteration; a device
+// too small for what one op holds at once, and bad options, are clear errors.
+#include <gtest/gtest.h>
+#include <memory>
+
+#include "autodiff/training_graph.h"
+#include "cluster/presets.h"
+#include "lower/lowering.h"
+#include "models/model_zoo.h"
+#include "plan/plan_json.h"
+#include "search/search.h"
+#include "search/swapadvisor/genetic.h"
+#include "sim/evaluate.h"
+#include "sim/predict.h"
+
+namespace cleave::search {
+namespace {
+
+// 24 layers of a narrow MLP on a large batch: its step peaks at about 7 MiB, nearly all of it
+// activations, so a third of that holds its weights and what any one op needs at once.
+constexpr char const* mlp = "mlp:layers=24,hidden=32,input=32,classes=8,batch=2048";
+
+struct Planning {
+  explicit Planning(std::string cluster_spec)
+      : graph(*autodiff::build_training_graph(
+            *models::ModelZoo::with_builtins().build(mlp, *registry), *registry)),
+        spec(std::move(cluster_spec)),
+        cluster(std::make_unique<cluster::Cluster>(*cluster::load_cluster(spec))),
+        cost(std::make_unique<cost::CostModel>(*cluster)) {}
+  std::shared_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();
+  ir::Graph graph;
+  std::string spec;
+  std::unique_ptr<cluster::Cluster> cluster;
+  std::unique_ptr<cost::CostModel> cost;
+
+  // Options for `swapadvisor`, none for the others.
+  SearchContext context(std::uint64_t seed = 1,
+                        std::string const& algorithm = "swapadvisor") const {
+    SearchContext ctx{graph, *registry, *cost, spec, mlp, 2048, seed};
+    if (algorithm == "swapadvisor") ctx.options = {{"population", "8"}, {"generations", "3"}};
+    return ctx;
+  }
+  sim::Prediction predict(plan::Plan const& p) const {
+    auto program = lower::lower(graph, p, *registry);
+    EXPECT_TRUE(program.has_value()) << program.error().to_string();
+    return sim::predict(graph, *program, *cost, 2048);
+  }
+};
+
+std::int64_t peak(Planning const& s, std::string const& algorithm) {
+  auto p = make_plan(algorithm, s.context(1, algorithm));
+  EXPECT_TRUE(p.has_value()) << p.error().to_string();
+  return s.predict(*p).peak_memory_bytes[0];
+}
+
+// The memory cap of both clusters is a third of the model's peak: every plan must swap, and its
+// swaps must keep the simulated peak within the cap, on CPU cores (copies on the compute
+// stream) and on a GPU (copies beside it, the swap-out awaited where its memory is needed).
+TEST(SwapAdvisor, PlansFitACapAThirdOfThePeak) {
+  std::int64_t unlimited = peak(Planning("cpu:devices=1"), "ideal");
+  std::int64_t cap = unlimited / 3;
+  for (std::string cluster : {"cpu:devices=1", "v100x1"}) {
+    Planning s(cluster + (cluster == "v100x1" ? ":" : ",") + "memory=" + std::to_string(cap) + "B");
+    for (std::string algorithm : {"swapadvisor", "lru-swap"}) {
+      SCOPED_TRACE(cluster + " " + algorithm);
+      auto p = make_plan(algorithm, s.context(1, algorithm));
+      ASSERT_TRUE(p.has_value()) << p.error().to_string();
+      EXPECT_FALSE(p->swaps.empty());
+      for (auto const& swap : p->swaps)
+        EXPECT_TRUE(swap.out_before.has_value());
+      auto prediction = s.predict(*p);
+      EXPECT_TRUE(prediction.fits);
+      // swapadvisor's plan carries its pool, whose objects the simulated step's blocks fit.
+      EXPECT_EQ(p->pools.empty(), algorithm == "lru-swap");
+      auto e = sim::evaluate({s.graph, *s.registry, *p, *s.cost, 2048});
+      ASSERT_TRUE(e.has_value()) << e.error().to_string();
+      EXPECT_TRUE(e->violations.empty());
+      EXPECT_LE(prediction.peak_memory_bytes[0], cap);
+      EXPECT_GT(prediction.swap_bytes, 0);
+      // The plan survives its JSON form.
+      auto back = plan::plan_from_json(plan::plan_to_json(*p));
+      ASSERT_TRUE(back.has_value());
+      EXPECT_EQ(back->swaps, p->swaps);
+    }
+  }
+}
+
+// The planner's second pass issues copies back as early as their memory is free: without it,
+// each is issued one op before its use; with it, some earlier; the plan fits either way.
+TEST(SwapAdvisor, SecondPassIssuesCopiesBackEarly) {
+  Planning s("v100x1:memory=3MiB");
+  auto ctx = s.context();
+  auto model = swapadvisor::step_model(ctx);
+  ASSERT_TRUE(model.has_value()) << model.error().to_string();
+  auto topo = s.graph.topo_order();
+  std::vector<ir::OpId> schedule(topo.begin(), topo.end());
+  // A class per size, memory shared in proportion to the sizes (repair cuts the counts to fit).
+  memory::Allocation per_size;
+  for (std::uint32_t k = 0; k < model->allocation.sizes.size(); ++k) {
+    per_size.size_class.push_back(k);
+    per_size.objects.push_back(1 << 20);
+  }
+  auto allocation = memory::repair(model->allocation, per_size);
+  ASSERT_TRUE(allocation.has_value()) << allocation.error().to_string();
+  std::size_t early = 0;
+  for (bool second_pass : {false, true}) {
+    swapadvisor::SwapRequest request{*model, schedule, &*allocation};
+    request.early_copy_in = second_pass;
+    auto swaps = swapadvisor::plan_swaps(request);
+    ASSERT_TRUE(swaps.has_value()) << swaps.error().to_string();
+    ASSERT_FALSE(swaps->empty());
+    auto plan = swapadvisor::schedule_plan(ctx, schedule, *swaps);
+    std::vector<std::size_t> at(s.graph.num_ops());
+    for (std::size_t k = 0; k < plan.order[0].size(); ++k)
+      at[plan.order[0][k].op] = k;
+    for (auto const& swap : *swaps) {
+      ASSERT_TRUE(swap.in_after && swap.out_before);
+      EXPECT_LT(at[swap.out_after.op], at[swap.out_before->op]);
+      EXPECT_LE(at[swap.out_before->op], at[swap.in_after->op]);
+      if (second_pass)
+        early += at[swap.in_after->op] + 1 < at[swap.in_before.op];
+      else
+        EXPECT_EQ(at[swap.in_after->op] + 1, at[swap.in_before.op]);
+    }
+    EXPECT_LE(s.predict(plan).peak_memory_bytes[0], 3 << 20);
+  }
+  EXPECT_GT(early, 0u);
+}
+
+TEST(SwapAdvisor, SameSeedSamePlan) {
+  Planning s("v100x1:memory=3MiB");
+  auto a = make_plan("swapadvisor", s.context(7));
+  auto b = make_plan("swapadvisor", s.context(7));
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->order, b->order);
+  EXPECT_EQ(a->swaps, b->swaps);
+  EXPECT_EQ(a->provenance.config, b->provenance.config);
+}
+
+TEST(SwapAdvisor, NeverWorseThanTheBestOfItsFirstPopulation) {
+  Planning s("v100x1:memory=3MiB");
+  for (std::uint64_t seed : {1, 2, 3}) {
+    auto ctx = s.context(seed);
+    auto model = swapadvisor::step_model(ctx);
+    ASSERT_TRUE(model.has_value()) << model.error().to_string();
+    swapadvisor::GeneticOptions options;
+    options.population = 8;
+    options.generations = 4;
+    auto r = swapadvisor::run_genetic(ctx, *model, options);
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    EXPECT_LE(r->best.step_s, r->first_population_best_s);
+    EXPECT_EQ(r->generations, 4);
+    // 8 initial chromosomes, then 2 crossovers of 4 children per generation.
+    EXPECT_EQ(r->course.iterations, 8 + 4 * 8);
+    for (std::size_t k = 1; k < r->course.best.size(); ++k)
+      EXPECT_LT(r->course.best[k].second, r->course.best[k - 1].second);
+    // The best chromosome's plan is the one priced.
+    auto plan = swapadvisor::schedule_plan(
+        ctx, r->best.chromosome.schedule, r->best.swaps,
+        memory::pool_of(model->allocation, r->best.chromosome.allocation));
+    EXPECT_DOUBLE_EQ(s.predict(plan).step_time_s, r->best.step_s);
+  }
+}
+
+// Where the graph's order fits without copies, the first chromosome is the plan: one device runs
+// its ops one after another, so nothing is faster.
+TEST(SwapAdvisor, AStepThatFitsIsPlannedAtOnce) {
+  Planning s("v100x1");
+  auto p = make_plan("swapadvisor", s.context());
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  EXPECT_TRUE(p->swaps.empty());
+  ASSERT_TRUE(p->provenance.course.has_value());
+  EXPECT_EQ(p->provenance.course->iterations, 1);
+}
+
+TEST(SwapAdvisor, OneIterationLeavesAPlanThatFits) {
+  Planning s("v100x1:memory=3MiB");
+  auto ctx = s.context();
+  ctx.budget.iterations = 1;
+  auto p = make_plan("swapadvisor", ctx);
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  EXPECT_TRUE(p->provenance.budget_exhausted);
+  EXPECT_TRUE(s.predict(*p).fits);
+}
+
+TEST(SwapAdvisor, ImpossibleCapsAndBadOptionsAreClearErrors) {
+  struct Case {
+    std::string cluster;
+    std::string algorithm;
+    OptionSettings options;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"cpu:devices=1,memory=256KiB", "swapadvisor", {}, "swapping covers only what the step"},
+      {"cpu:devices=1,memory=1MiB", "swapadvisor", {}, "for the blocks held at once"},
+      {"cpu:devices=1,memory=1MiB", "lru-swap", {}, "no room at position"},
+      {"v100x1", "swapadvisor", {{"population", "1"}}, "population must be at least 2"},
+      {"v100x1", "swapadvisor", {{"mutation", "101"}}, "percentage"},
+      {"v100x1", "swapadvisor", {{"idle", "0"}}, "idle must be at least 1"},
+  };
+  for (auto const& c : cases) {
+    SCOPED_TRACE(c.cluster + " " + c.algorithm);
+    Planning s(c.cluster);
+    auto ctx = s.context(1, c.algorithm);
+    for (auto const& o : c.options)
+      ctx.options.push_back(o);
+    auto p = make_plan(c.algorithm, ctx);
+    ASSERT_FALSE(p.has_value());
+    EXPECT_NE(p.error().to_string().find(c.message), std::string::npos) << p.error().to_string();
+  }
+}
+
+}  // namespace
+}  // namespace cleave::search
