@@ -13,7 +13,7 @@
 #include "autodiff/training_graph.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
-#include "lower/reference_run.h"
+#include "lower/reference_check.h"
 #include "lower/test_models.h"
 #include "models/model_zoo.h"
 #include "ops/reference_executor.h"
@@ -60,10 +60,6 @@ TEST_P(MincutPlans, ValidateLowerSimulateAndComputeWhatTheGraphComputes) {
          : GetParam() == "gpt" ? "gpt:layers=1,hidden=8,heads=2,seq=4,vocab=7,batch=4"
                                : "mlp:layers=2,hidden=8,input=4,classes=4,batch=4",
          4);
-  std::mt19937_64 rng(7);
-  auto sources = lower::testing::random_sources(c.graph, rng);
-  auto whole = ops::evaluate_graph(c.graph, *c.registry, sources);
-  ASSERT_TRUE(whole.has_value()) << whole.error().to_string();
   auto cluster = *cluster::load_cluster("cpu:devices=4");
   for (char const* algo : {"mincut", "mincut-split"}) {
     auto p = c.plan(algo, cluster);
@@ -86,16 +82,8 @@ TEST_P(MincutPlans, ValidateLowerSimulateAndComputeWhatTheGraphComputes) {
     EXPECT_GT(prediction.step_time_s, 0);
     auto program = lower::lower(c.graph, *p, *c.registry);
     ASSERT_TRUE(program.has_value());
-    auto run = lower::run_reference(c.graph, *program, *c.registry, sources);
-    ASSERT_TRUE(run.has_value()) << algo << ": " << run.error().to_string();
-    for (auto const& t : c.graph.tensors()) {
-      if (!c.graph.producer(t.id).valid()) continue;
-      auto const& want = (*whole)[t.id.value()].values;
-      auto const& got = (*run)[t.id.value()].values;
-      ASSERT_EQ(want.size(), got.size());
-      for (std::size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, std::abs(want[i]))) << algo << t.name;
-    }
+    SCOPED_TRACE(algo);
+    lower::testing::expect_computes_the_graph(c.graph, *program, *c.registry, /*seed=*/7);
   }
 }
 
