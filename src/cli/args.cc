@@ -47,4 +47,18 @@ ir::AttrValue parse_attr_value(std::string_view text) {
   return s;
 }
 
+Status check_backend(std::string const& backend) {
+  if (backend == "in-process") return Status::ok();
+  if (backend != "mpi")
+    return Error(ErrorCode::invalid_argument,
+                 "--backend must be in-process or mpi, not '" + backend + "'");
+#ifdef CLEAVE_HAVE_MPI
+  return Status::ok();
+#else
+  return Error(ErrorCode::unsupported,
+               "this cleave was built without MPI (CMake found none): install Open MPI "
+               "(scripts/install-deps.sh) and rebuild, or use --backend in-process");
+#endif
+}
+
 }  // namespace cleave::cli

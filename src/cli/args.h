@@ -17,4 +17,8 @@ Expected<std::pair<std::string, std::string>> split_assignment(std::string_view 
 // "2" -> int, "0.5" / "1e-5" -> float, "2,2" / "[2,2]" / "[]" -> int list, anything else -> string.
 ir::AttrValue parse_attr_value(std::string_view text);
 
+// `--backend` of run and calibrate: "in-process", or "mpi" where this cleave was built with MPI;
+// anything else is an error that says what to give instead.
+Status check_backend(std::string const& backend);
+
 }  // namespace cleave::cli

@@ -10,6 +10,7 @@
 
 #include "api/plan_input.h"
 #include "autodiff/training_graph.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/measure.h"
 #include "cluster/presets.h"
@@ -166,18 +167,10 @@ int write_calibration(CalibrateCommand const& cmd, Calibration& c,
 }  // namespace
 
 int run_calibrate(ops::OpRegistry const& registry, CalibrateCommand const& cmd) {
-  if (cmd.backend == "mpi") {
+  if (auto st = check_backend(cmd.backend); !st) return report(st.error());
 #ifdef CLEAVE_HAVE_MPI
-    return run_calibrate_mpi(registry, cmd);
-#else
-    return report(Error(ErrorCode::unsupported,
-                        "this cleave was built without MPI (CMake found none): install Open MPI "
-                        "(scripts/install-deps.sh) and rebuild"));
+  if (cmd.backend == "mpi") return run_calibrate_mpi(registry, cmd);
 #endif
-  }
-  if (cmd.backend != "in-process")
-    return report(Error(ErrorCode::invalid_argument,
-                        "--backend must be in-process or mpi, not '" + cmd.backend + "'"));
   auto kernels = runtime::KernelRegistry::with_builtins();
   runtime::CalibrateOptions options;
   auto c = prepare(registry, cmd, [&]() -> Expected<runtime::MachineRates> {

@@ -87,17 +87,16 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   auto problem =
       load_problem(cmd.model, cmd.training, cmd.cluster, cmd.profile, cmd.measure, registry);
   if (!problem) return report(problem.error());
-  auto* model = &problem->model;
-  auto* pricing = &problem->pricing;
-  auto const& cost = pricing->cost;
-  auto ideal = api::ideal_step_time(*model, *cost, registry);
+  auto const& model = problem->model;
+  auto const& cost = problem->pricing.cost;
+  auto ideal = api::ideal_step_time(model, *cost, registry);
   if (!ideal) return report(ideal.error());
   auto request = search_request(cmd.algo, cmd.search, cmd.seed);
   if (!request) return report(request.error());
   request->budget.stop = &stop;
-  auto p = api::make_plan(*model, *cost, cmd.cluster, *request, registry);
+  auto p = api::make_plan(model, *cost, cmd.cluster, *request, registry);
   if (!p) return report(p.error());
-  auto row = api::plan_row(*model, *p, *cost, *ideal, registry);
+  auto row = api::plan_row(model, *p, *cost, *ideal, registry);
   if (!row) return report(row.error());
   if (!cmd.output.empty()) {
     auto st = plan::save_plan(*p, cmd.output);
@@ -105,8 +104,8 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   }
   std::vector<report::PlanRow> rows;
   rows.push_back(std::move(*row));
-  print_rows(model->label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json);
-  if (auto st = save_measured(*pricing); !st) return report(st.error());
+  print_rows(model.label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(problem->pricing); !st) return report(st.error());
   if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
   if (!p->provenance.interrupted) return 0;
   std::fprintf(stderr,
@@ -146,22 +145,21 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   auto problem =
       load_problem(cmd.model, cmd.training, cmd.cluster, cmd.profile, cmd.measure, registry);
   if (!problem) return report(problem.error());
-  auto* model = &problem->model;
-  auto* pricing = &problem->pricing;
-  auto const& cost = pricing->cost;
+  auto const& model = problem->model;
+  auto const& cost = problem->pricing.cost;
   auto request = search_request("", cmd.search, /*seed=*/0);
   if (!request) return report(request.error());
   std::vector<plan::Plan> plans;
-  auto rows = api::compare(*model, *cost, cmd.cluster, cmd.algos, *request, registry, &plans);
+  auto rows = api::compare(model, *cost, cmd.cluster, cmd.algos, *request, registry, &plans);
   if (!rows) return report(rows.error());
   if (!cmd.html.empty()) {
-    auto html = api::compare_html(*model, cmd.cluster, *cost, plans, *rows, registry);
+    auto html = api::compare_html(model, cmd.cluster, *cost, plans, *rows, registry);
     if (!html) return report(html.error());
     auto st = write_file_atomic(cmd.html, *html);
     if (!st) return report(st.error());
   }
-  print_rows(model->label, cmd.cluster, *rows, cmd.profile + cmd.measure, cmd.json);
-  if (auto st = save_measured(*pricing); !st) return report(st.error());
+  print_rows(model.label, cmd.cluster, *rows, cmd.profile + cmd.measure, cmd.json);
+  if (auto st = save_measured(problem->pricing); !st) return report(st.error());
   if (!cmd.json && !cmd.html.empty()) std::printf("\nwrote %s\n", cmd.html.c_str());
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "api/run.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "plan/plan_json.h"
 #include "support/file_io.h"
@@ -137,21 +138,13 @@ api::RunRequest run_request(RunCommand const& cmd) {
 }
 
 int run_run(ops::OpRegistry const& registry, RunCommand const& cmd) {
-  if (cmd.backend == "mpi") {
-    if (cmd.rebalance)
-      return report(Error(ErrorCode::unsupported,
-                          "--rebalance runs in one process: leave out --backend mpi"));
+  if (auto st = check_backend(cmd.backend); !st) return report(st.error());
+  if (cmd.backend == "mpi" && cmd.rebalance)
+    return report(
+        Error(ErrorCode::unsupported, "--rebalance runs in one process: leave out --backend mpi"));
 #ifdef CLEAVE_HAVE_MPI
-    return run_run_mpi(registry, cmd);
-#else
-    return report(Error(ErrorCode::unsupported,
-                        "this cleave was built without MPI (CMake found none): install Open MPI "
-                        "(scripts/install-deps.sh) and rebuild, or use --backend in-process"));
+  if (cmd.backend == "mpi") return run_run_mpi(registry, cmd);
 #endif
-  }
-  if (cmd.backend != "in-process")
-    return report(Error(ErrorCode::invalid_argument,
-                        "--backend must be in-process or mpi, not '" + cmd.backend + "'"));
   auto input = api::load_plan_input(cmd.plan, registry, cmd.training);
   if (!input) return report(input.error());
   auto request = run_request(cmd);

@@ -20,16 +20,19 @@ std::string slurp(std::filesystem::path const& p) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-Outcome cleave(std::string const& args) {
+Outcome run_command(std::string const& command) {
   auto dir = scratch();
-  std::string cmd = std::string(CLEAVE_BINARY) + " " + args + " >" + (dir / "out").string() +
-                    " 2>" + (dir / "err").string();
+  std::string cmd = command + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
   int status = std::system(cmd.c_str());
   Outcome r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(dir / "out");
   r.err = slurp(dir / "err");
   return r;
+}
+
+Outcome cleave(std::string const& args) {
+  return run_command(std::string(CLEAVE_BINARY) + " " + args);
 }
 
 std::string write(std::string const& name, std::string const& text) {

@@ -15,6 +15,8 @@ struct Outcome {
 
 std::filesystem::path scratch();
 std::string slurp(std::filesystem::path const& p);
+// Runs a shell command line and captures both streams.
+Outcome run_command(std::string const& command);
 // Runs `cleave ARGS` (ARGS already shell-quoted) and captures both streams.
 Outcome cleave(std::string const& args);
 // Writes `text` to a file of the scratch directory and returns its path.

@@ -5,36 +5,24 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <sys/wait.h>
 
+#include "cli/cli_util.h"
 #include "search/search.h"
 
 namespace cleave {
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;            // stdout
-  std::string err;            // stderr
+using cli_test::scratch;
+using cli_test::slurp;
+
+// A command's outcome and when it ended.
+struct Outcome : cli_test::Outcome {
   std::int64_t ended_us = 0;  // system clock, when mpirun had exited
 };
-
-std::filesystem::path scratch() {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("cleave_mpi_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(std::filesystem::path const& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -47,16 +35,11 @@ std::int64_t now_us() {
 // the ranks left to stop and killing them, so a failed job's mpirun lingers that long after every
 // rank has ended: 0 ends it once they have (docs/runtime.md "Over MPI").
 Outcome shell(std::string const& command) {
-  auto dir = scratch();
-  std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                    "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_odls_base_sigkill_timeout=0 " +
-                    command + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
-  int status = std::system(cmd.c_str());
-  Outcome r;
+  Outcome r{cli_test::run_command(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_odls_base_sigkill_timeout=0 " +
+      command)};
   r.ended_us = now_us();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
   return r;
 }
 
