@@ -3,8 +3,11 @@
 namespace cleave::api {
 
 Expected<sim::Evaluation> evaluate(ModelInput const& model, plan::Plan const& plan,
-                                   cost::CostModel const& cost, ops::OpRegistry const& registry) {
-  return sim::evaluate({model.training, registry, plan, cost, model.batch});
+                                   cost::CostModel const& cost, ops::OpRegistry const& registry,
+                                   lower::CollectiveForm collectives) {
+  sim::EvaluationContext ctx{model.training, registry, plan, cost, model.batch};
+  ctx.collectives = collectives;
+  return sim::evaluate(ctx);
 }
 
 Expected<double> ideal_step_time(ModelInput const& model, cost::CostModel const& cost,

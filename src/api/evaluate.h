@@ -7,8 +7,11 @@
 
 namespace cleave::api {
 
-Expected<sim::Evaluation> evaluate(ModelInput const& model, plan::Plan const& plan,
-                                   cost::CostModel const& cost, ops::OpRegistry const& registry);
+// `collectives`: explicit_transfers for a program to run (sim::EvaluationContext).
+Expected<sim::Evaluation>
+evaluate(ModelInput const& model, plan::Plan const& plan, cost::CostModel const& cost,
+         ops::OpRegistry const& registry,
+         lower::CollectiveForm collectives = lower::CollectiveForm::per_device);
 
 // The single-device step on the cluster's first device, divided by the cluster's devices.
 Expected<double> ideal_step_time(ModelInput const& model, cost::CostModel const& cost,

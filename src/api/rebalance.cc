@@ -42,7 +42,8 @@ void measure(PlanPhase& phase) {
 Expected<PlanPhase> run_phase(RebalanceRequest const& request, plan::Plan plan,
                               cost::CostModel const& cost, int first_step, int steps,
                               runtime::Values sources) {
-  CLEAVE_TRY(sim::Evaluation evaluation, evaluate(request.model, plan, cost, request.registry));
+  CLEAVE_TRY(sim::Evaluation evaluation, evaluate(request.model, plan, cost, request.registry,
+                                                  lower::CollectiveForm::explicit_transfers));
   std::vector<runtime::DeviceInfo> devices;
   for (auto const& d : cost.cluster().devices())
     devices.push_back({d.name, d.memory});

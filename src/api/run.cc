@@ -51,7 +51,8 @@ Expected<RunOutcome> run_one_plan(PlanInput const& input, RunRequest const& requ
                                   cost::CostModel const& cost, ops::OpRegistry const& registry,
                                   runtime::TrainingConfig const& config, std::string const& loss) {
   auto const& [p, model, cluster] = input;
-  CLEAVE_TRY(sim::Evaluation evaluation, evaluate(model, p, cost, registry));
+  CLEAVE_TRY(sim::Evaluation evaluation,
+             evaluate(model, p, cost, registry, lower::CollectiveForm::explicit_transfers));
   RunOutcome out;
   out.prediction = std::move(evaluation.prediction);
   std::vector<runtime::DeviceInfo> devices;

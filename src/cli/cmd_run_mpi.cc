@@ -90,7 +90,8 @@ Expected<sim::Evaluation> evaluate_plan(api::PlanInput const& input, RunCommand 
     return Error(ErrorCode::not_found,
                  "--fail-op: the model has no op named '" + cmd.fail_op + "'");
   CLEAVE_TRY(auto cost, api::load_cost_model(input.cluster, cmd.profile));
-  return api::evaluate(input.model, input.plan, cost, registry);
+  return api::evaluate(input.model, input.plan, cost, registry,
+                       lower::CollectiveForm::explicit_transfers);
 }
 
 }  // namespace

@@ -17,4 +17,9 @@ std::vector<OutputLifetime> output_lifetimes(Program const& program) {
   return out;
 }
 
+std::int64_t output_bytes(ir::Graph const& graph, Task const& task) {
+  if (task.kind == TaskKind::transfer) return task.bytes.value();
+  return tdl::box_volume(task.region) * ir::dtype_bytes(graph.tensor(task.tensor).type.dtype);
+}
+
 }  // namespace cleave::lower

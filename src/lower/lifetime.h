@@ -6,7 +6,7 @@
 // until every task that reads it (lists it as a dependency) has ended; with no reader it lives to
 // the end of the step (the loss, updated weights). A swap-out moves no data onto its device: it
 // frees its region there when it ends, in place of the block it copies (whose readers then no
-// longer keep it).
+// longer keep it). A task's output holds output_bytes().
 #pragma once
 
 #include <vector>
@@ -26,5 +26,9 @@ struct OutputLifetime {
 
 // Per task of the program.
 std::vector<OutputLifetime> output_lifetimes(Program const& program);
+
+// What a task's output holds on its device: a transfer's bytes (a per-device member of a
+// collective receives several blocks, program.h), else its region's.
+std::int64_t output_bytes(ir::Graph const& graph, Task const& task);
 
 }  // namespace cleave::lower

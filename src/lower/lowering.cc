@@ -59,6 +59,73 @@ struct Part {
   }
 };
 
+bool contains(tdl::Box const& outer, tdl::Box const& inner) {
+  for (std::size_t d = 0; d < outer.size(); ++d)
+    if (inner[d].lo < outer[d].lo || inner[d].hi > outer[d].hi) return false;
+  return true;
+}
+
+// The blocks of a tensor that may overlap a region, found without testing every block (issue 21:
+// with a block and a reading piece per device, testing every pair grew with devices squared).
+// Blocks are ordered along the dimension that tells most of them apart; where their intervals
+// there are ordered too (both ends ascending, as in every partition and reduce-scatter the
+// lowering makes), the overlapping ones are a range found by binary search. Otherwise every block
+// is a candidate. Candidates come in the blocks' order, so the lowering is the same either way.
+class BlockIndex {
+ public:
+  explicit BlockIndex(std::vector<Held> const& blocks) : blocks_(blocks) {
+    std::size_t rank = blocks.empty() ? 0 : blocks[0].region.size();
+    std::size_t most = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      std::vector<std::int64_t> starts;
+      for (auto const& b : blocks)
+        starts.push_back(b.region[d].lo);
+      std::sort(starts.begin(), starts.end());
+      auto distinct =
+          static_cast<std::size_t>(std::unique(starts.begin(), starts.end()) - starts.begin());
+      if (distinct > most) most = distinct, dim_ = d;
+    }
+    if (most < 2) return;
+    sorted_.resize(blocks.size());
+    for (std::uint32_t i = 0; i < blocks.size(); ++i)
+      sorted_[i] = i;
+    std::stable_sort(sorted_.begin(), sorted_.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return blocks[a].region[dim_].lo < blocks[b].region[dim_].lo;
+    });
+    for (std::size_t i = 1; i < sorted_.size(); ++i)
+      if (at(i).hi < at(i - 1).hi) {
+        sorted_.clear();
+        return;
+      }
+  }
+
+  // The indices of the blocks that may overlap `region`, ascending.
+  void candidates(tdl::Box const& region, std::vector<std::uint32_t>& out) const {
+    out.clear();
+    if (sorted_.empty()) {
+      for (std::uint32_t i = 0; i < blocks_.size(); ++i)
+        out.push_back(i);
+      return;
+    }
+    tdl::Interval want = region[dim_];
+    auto first = std::partition_point(sorted_.begin(), sorted_.end(),
+                                      [&](std::uint32_t b) { return hi(b) <= want.lo; });
+    auto last = std::partition_point(first, sorted_.end(),
+                                     [&](std::uint32_t b) { return lo(b) < want.hi; });
+    out.assign(first, last);
+    std::sort(out.begin(), out.end());
+  }
+
+ private:
+  tdl::Interval const& at(std::size_t i) const { return blocks_[sorted_[i]].region[dim_]; }
+  std::int64_t lo(std::uint32_t b) const { return blocks_[b].region[dim_].lo; }
+  std::int64_t hi(std::uint32_t b) const { return blocks_[b].region[dim_].hi; }
+
+  std::vector<Held> const& blocks_;
+  std::size_t dim_ = 0;
+  std::vector<std::uint32_t> sorted_;  // by their interval along dim_; empty: scan them all
+};
+
 // What one input of one consumer waits for, per piece of the consumer.
 struct Read {
   ir::OpId op;
@@ -136,6 +203,7 @@ struct Lowering::State {
   Program program;
   std::vector<std::optional<TaskId>> previous;
   Replaced replaced;
+  CollectiveForm form = CollectiveForm::explicit_transfers;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
@@ -244,6 +312,12 @@ struct Lowering::State {
     return Status::ok();
   }
 
+  // The whole program of the plan, its schedule applied.
+  Status lower_all() {
+    CLEAVE_CHECK_OK(build());
+    return apply_schedule(graph, plan, program);
+  }
+
   void build_op_part(ir::OpId id) {
     ir::Op const& op = graph.op(id);
     auto const& infos = pieces[id.value()];
@@ -295,6 +369,23 @@ struct Lowering::State {
     op_parts[id.value()] = std::move(part);
   }
 
+  // A transfer of the partial results of `sources` pieces for `region` to device `target` (its
+  // source device, where there is one, is the caller's to set); `piece` is the op's piece sent.
+  Task partial_move(ir::OpId id, std::uint32_t piece, int target, tdl::Box const& region,
+                    std::size_t sources) const {
+    Task move;
+    move.kind = TaskKind::transfer;
+    move.device = target;
+    move.op = id;
+    move.piece = piece;
+    move.tensor = graph.op(id).outputs[0];
+    move.region = region;
+    move.partial = true;
+    move.bytes =
+        Bytes(tensor_bytes(graph.tensor(move.tensor), region) * static_cast<std::int64_t>(sources));
+    return move;
+  }
+
   // Reduce-scatter: the region is cut into one part per distinct device of the group (along
   // scatter_dimension) and each device combines one part, so the partial results cross the links
   // once each, as in a ring reduce-scatter, instead of converging on one device. It is recorded as
@@ -305,9 +396,12 @@ struct Lowering::State {
     ir::TensorId out = graph.op(id).outputs[0];
     auto const& first = infos[members[0]];
     std::vector<int> targets;
+    std::vector<bool> targeted(static_cast<std::size_t>(plan.num_devices), false);
     for (auto k : members)
-      if (std::find(targets.begin(), targets.end(), devices[k]) == targets.end())
+      if (!targeted[static_cast<std::size_t>(devices[k])]) {
+        targeted[static_cast<std::size_t>(devices[k])] = true;
         targets.push_back(devices[k]);
+      }
     std::size_t cut = scatter_dimension(first.output, targets.size());
     std::int64_t cuts = first.output.empty()
                             ? 1
@@ -333,26 +427,27 @@ struct Lowering::State {
       reduce.region = parts[j];
       reduce.reducer = first.reducer;
       std::vector<Ref> deps;
-      for (auto k : members) {
-        int dev = devices[k];
-        if (dev == target) {
-          deps.push_back({id.value(), k});
-          continue;
-        }
-        Task move;
-        move.kind = TaskKind::transfer;
-        move.device = target;
-        move.source_device = dev;
-        move.op = id;
-        move.piece = k;
-        move.tensor = out;
-        move.region = parts[j];
-        move.partial = true;
-        move.bytes = Bytes(tensor_bytes(graph.tensor(out), parts[j]));
+      if (collective && form == CollectiveForm::per_device) {
+        // One transfer member per device: what the others send it, waiting for its own partial
+        // result (members[j] is the one member on target j).
+        Task move = partial_move(id, members[j], target, parts[j], members.size() - 1);
         member(move);
-        auto index = part.add(std::move(move), {Ref{id.value(), k}});
+        auto index = part.add(std::move(move), {Ref{id.value(), members[j]}});
         rs.members.push_back(index);
-        deps.push_back({id.value(), index});
+        deps = {Ref{id.value(), members[j]}, Ref{id.value(), index}};
+      } else {
+        for (auto k : members) {
+          if (devices[k] == target) {
+            deps.push_back({id.value(), k});
+            continue;
+          }
+          Task move = partial_move(id, k, target, parts[j], 1);
+          move.source_device = devices[k];
+          member(move);
+          auto index = part.add(std::move(move), {Ref{id.value(), k}});
+          rs.members.push_back(index);
+          deps.push_back({id.value(), index});
+        }
       }
       reduce.flops =
           Flops(tdl::box_volume(parts[j]) * static_cast<std::int64_t>(members.size() - 1));
@@ -384,6 +479,15 @@ struct Lowering::State {
     if (auto g = gate[t.value()])
       for (auto const& b : layout[graph.op(*g).outputs[0].value()])
         if (b.task) gate_tasks.push_back(*b.task);
+    // Passes whose fetches are one regular all-gather, lowered per device: its members' ids in
+    // the part, one per block (CollectiveForm).
+    auto gathers = regular_gathers(t);
+    std::array<std::uint32_t, 2> first_member{};
+    for (Pass pass : {early_pass, late_pass})
+      if (gathers.regular[pass])
+        first_member[pass] = gather_per_device(t, pass, parts[pass], gate_tasks, gathers.block_on);
+    BlockIndex index(blocks);
+    std::vector<std::uint32_t> candidates;
     Moves delivered;                 // inputs: (device, device, region) of the blocks delivered
     std::array<Moves, 2> transfers;  // per part
     std::vector<ir::OpId> seen;
@@ -408,8 +512,17 @@ struct Lowering::State {
               part.initial.push_back({t, region, d});
             continue;
           }
+          if (gathers.regular[pass]) {  // its own block, and what the others send it
+            auto own = static_cast<std::uint32_t>(gathers.block_on[static_cast<std::size_t>(d)]);
+            if (blocks[own].task) read.pieces[k].push_back(*blocks[own].task);
+            if (!contains(blocks[own].region, region))
+              read.pieces[k].push_back({self, first_member[pass] + own});
+            continue;
+          }
           std::int64_t covered = 0;
-          for (auto const& b : blocks) {
+          index.candidates(region, candidates);
+          for (auto at : candidates) {
+            Held const& b = blocks[at];
             tdl::Box piece = tdl::intersect(region, b.region);
             if (tdl::box_volume(piece) == 0) continue;
             covered += tdl::box_volume(piece);
@@ -439,8 +552,10 @@ struct Lowering::State {
         part.reads.push_back(std::move(read));
       }
     }
-    all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
-    all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
+    if (!gathers.regular[early_pass])
+      all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
+    if (!gathers.regular[late_pass])
+      all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
     tensor_part(t, early_pass) = std::move(parts[early_pass]);
     tensor_part(t, late_pass) = std::move(parts[late_pass]);
   }
@@ -453,8 +568,10 @@ struct Lowering::State {
     auto const& blocks = layout[t.value()];
     if (blocks.size() < 2) return;
     Collective ag;
+    std::vector<bool> in_group(static_cast<std::size_t>(plan.num_devices), false);
     for (auto const& b : blocks) {
-      if (std::find(ag.group.begin(), ag.group.end(), b.device) != ag.group.end()) return;
+      if (in_group[static_cast<std::size_t>(b.device)]) return;
+      in_group[static_cast<std::size_t>(b.device)] = true;
       ag.group.push_back(b.device);
     }
     for (auto const& from : blocks)
@@ -473,18 +590,116 @@ struct Lowering::State {
     ag.region = tdl::whole_box(graph.tensor(t).type.shape);
     ag.bytes = Bytes(tensor_bytes(graph.tensor(t), ag.region));
     part.collectives.push_back(std::move(ag));
+    if (may_complete) part.completes = completed_reduce_scatter(t);
+  }
+
+  // The reduce-scatter of t's producer whose parts are all of t's blocks, if one is: an
+  // all-gather of the blocks completes it into an all-reduce.
+  std::optional<CollectiveId> completed_reduce_scatter(ir::TensorId t) const {
     ir::OpId producer = graph.producer(t);
-    if (!producer.valid() || !may_complete) return;
+    if (!producer.valid()) return std::nullopt;
     auto const& op_part = op_parts[producer.value()];
     std::optional<CollectiveId> rs;
-    for (auto const& b : blocks) {
-      if (!b.task || b.task->part != producer.value()) return;
+    for (auto const& b : layout[t.value()]) {
+      if (!b.task || b.task->part != producer.value()) return std::nullopt;
       Task const& writer = op_part.tasks[b.task->index];
-      if (writer.kind != TaskKind::reduce || writer.collective == no_collective) return;
-      if (rs && *rs != writer.collective) return;
+      if (writer.kind != TaskKind::reduce || writer.collective == no_collective)
+        return std::nullopt;
+      if (rs && *rs != writer.collective) return std::nullopt;
       rs = writer.collective;
     }
-    part.completes = rs;
+    return rs;
+  }
+
+  // Which passes of t fetch one all-gather that may be lowered per device: t's blocks lie on
+  // distinct devices (at least two), every piece of the pass that reads t reads all of it or
+  // only its own device's block, and the devices that read all of it are the blocks' devices. The
+  // explicit form's all-gather is then every transfer of the pass, and every reading piece waits
+  // for all it receives.
+  struct Gathers {
+    std::array<bool, 2> regular{};
+    std::vector<int> block_on;  // per device: the index of its block, or -1
+  };
+  Gathers regular_gathers(ir::TensorId t) const {
+    Gathers out;
+    auto const& blocks = layout[t.value()];
+    if (form != CollectiveForm::per_device || from_readers[t.value()] || !plan.swaps.empty() ||
+        blocks.size() < 2)
+      return out;
+    out.block_on.assign(static_cast<std::size_t>(plan.num_devices), -1);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      auto& at = out.block_on[static_cast<std::size_t>(blocks[i].device)];
+      if (at >= 0) return out;
+      at = static_cast<int>(i);
+    }
+    tdl::Box whole = tdl::whole_box(graph.tensor(t).type.shape);
+    std::array<bool, 2> any{}, whole_reads{true, true};
+    std::array<std::vector<bool>, 2> reads;
+    reads.fill(std::vector<bool>(static_cast<std::size_t>(plan.num_devices), false));
+    for (ir::OpId c : graph.consumers(t)) {
+      Pass pass = pass_of(t, c);
+      ir::Op const& op = graph.op(c);
+      auto const& infos = pieces[c.value()];
+      for (std::size_t i = 0; i < op.inputs.size(); ++i)
+        for (std::size_t k = 0; k < infos.size() && op.inputs[i] == t; ++k) {
+          if (infos[k].inputs[i].empty()) continue;
+          auto d = static_cast<std::size_t>(plan.ops[c.value()].devices[k]);
+          tdl::Box const& region = infos[k].inputs[i].box;
+          if (out.block_on[d] >= 0 &&
+              contains(blocks[static_cast<std::size_t>(out.block_on[d])].region, region))
+            continue;  // read where it is held: no transfer
+          any[pass] = true;
+          whole_reads[pass] = whole_reads[pass] && region == whole && out.block_on[d] >= 0;
+          reads[pass][d] = true;
+        }
+    }
+    for (Pass pass : {early_pass, late_pass})
+      out.regular[pass] = any[pass] && whole_reads[pass] &&
+                          std::all_of(blocks.begin(), blocks.end(), [&](Held const& b) {
+                            return reads[pass][static_cast<std::size_t>(b.device)];
+                          });
+    return out;
+  }
+
+  // A regular all-gather of t (regular_gathers) lowered per device: one member per block, in the
+  // blocks' order, on the block's device, receiving the other blocks. A member waits for its own
+  // block's writer; a late part's members also for the gate's writers on their device (any on
+  // no member's device, the first member), so that the collective waits for all of them as the
+  // explicit form's transfers do. Returns the first member's id in the part.
+  std::uint32_t gather_per_device(ir::TensorId t, Pass pass, TensorPart& part,
+                                  std::vector<Ref> const& gate_tasks,
+                                  std::vector<int> const& block_on) {
+    auto const& blocks = layout[t.value()];
+    auto const& tensor = graph.tensor(t);
+    Collective ag;
+    ag.kind = CollectiveKind::all_gather;
+    ag.tensor = t;
+    ag.region = tdl::whole_box(tensor.type.shape);
+    ag.bytes = Bytes(tensor_bytes(tensor, ag.region));
+    auto first = static_cast<std::uint32_t>(part.tasks.size());
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      Task move;
+      move.kind = TaskKind::transfer;
+      move.device = blocks[i].device;
+      move.tensor = t;
+      move.region = ag.region;
+      move.bytes = Bytes(ag.bytes.value() - tensor_bytes(tensor, blocks[i].region));
+      move.collective = 0;
+      std::vector<Ref> deps;
+      if (blocks[i].task) deps.push_back(*blocks[i].task);
+      for (auto g : gate_tasks) {
+        int on = part_of(g.part).tasks[g.index].device;
+        bool here =
+            on == blocks[i].device || (i == 0 && block_on[static_cast<std::size_t>(on)] < 0);
+        if (pass == late_pass && here) deps.push_back(g);
+      }
+      ag.members.push_back(part.add(std::move(move), std::move(deps)));
+      ag.group.push_back(blocks[i].device);
+    }
+    std::sort(ag.group.begin(), ag.group.end());
+    part.collectives.push_back(std::move(ag));
+    if (pass == early_pass) part.completes = completed_reduce_scatter(t);
+    return first;
   }
 
   // Assembles `program` from the parts. With `rebuilt` (per part, after a reconfigure), the
@@ -694,8 +909,7 @@ Expected<Lowering> Lowering::create(ir::Graph const& graph, plan::Plan plan,
                                     ops::OpRegistry const& registry) {
   CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
   auto state = std::make_unique<State>(graph, std::move(plan), registry);
-  CLEAVE_CHECK_OK(state->build());
-  CLEAVE_CHECK_OK(apply_schedule(graph, state->plan, state->program));
+  CLEAVE_CHECK_OK(state->lower_all());
   return Lowering(std::move(state));
 }
 
@@ -787,9 +1001,12 @@ std::vector<std::optional<TaskId>> const& Lowering::previous_ids() const {
 }
 
 Expected<Program> lower(ir::Graph const& graph, plan::Plan const& plan,
-                        ops::OpRegistry const& registry) {
-  CLEAVE_TRY(Lowering lowering, Lowering::create(graph, plan, registry));
-  return std::move(lowering.state_->program);
+                        ops::OpRegistry const& registry, CollectiveForm form) {
+  CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
+  Lowering::State state(graph, plan, registry);
+  state.form = form;
+  CLEAVE_CHECK_OK(state.lower_all());
+  return std::move(state.program);
 }
 
 }  // namespace cleave::lower

@@ -56,7 +56,8 @@ class Lowering {
   std::vector<std::optional<TaskId>> const& previous_ids() const;
 
  private:
-  friend Expected<Program> lower(ir::Graph const&, plan::Plan const&, ops::OpRegistry const&);
+  friend Expected<Program> lower(ir::Graph const&, plan::Plan const&, ops::OpRegistry const&,
+                                 CollectiveForm);
   struct State;
   explicit Lowering(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;

@@ -26,7 +26,8 @@ enum class TaskKind : std::uint8_t { compute, transfer, reduce, swap_out, swap_i
 struct Task {
   TaskKind kind = TaskKind::compute;
   int device = 0;          // where it runs; for a transfer, the destination; for a swap, the device
-  int source_device = -1;  // transfer: where the data comes from
+  int source_device = -1;  // transfer: where the data comes from; -1: from its collective's group
+                           // (a device's one member of a collective lowered per device, below)
   ir::OpId op;             // compute: the op; reduce: the op whose partial outputs it combines;
                            // partial transfer: the op that computed the partial result
   std::uint32_t piece = 0;  // compute: the piece of the op; partial transfer: the source piece
@@ -37,7 +38,8 @@ struct Task {
   tdl::Reducer reducer = tdl::Reducer::none;  // reduce: how partials combine
   std::vector<TaskId> deps;  // tasks that must finish first (always earlier in the list)
   Flops flops;               // compute and reduce work
-  Bytes bytes;               // transfer, swap: bytes moved; compute: bytes read and written
+  Bytes bytes;  // transfer, swap: bytes moved (and, for a transfer, held where it lands);
+                // compute: bytes read and written
   CollectiveId collective = no_collective;  // the collective this task is a member of, if any
 };
 
@@ -106,11 +108,25 @@ bool box_less(tdl::Box const& a, tdl::Box const& b);
 std::size_t scatter_dimension(tdl::Box const& region, std::size_t members);
 bool canonical_less(Collective const& a, Collective const& b);
 
+// How a regular collective becomes tasks. `explicit_transfers`: one transfer per pair of devices
+// that exchange a block (what the runtime executes, and what irregular collectives always are).
+// `per_device`: one member per device of the group (issue 21: an all-gather or reduce-scatter
+// over n devices is then n tasks, not n^2): an all-gather's member on device d receives every
+// other member's block (a transfer with source_device -1 whose bytes are those blocks', waiting
+// for d's own block); a reduce-scatter's transfer member on d receives the other members' partial
+// results for d's part (waiting for d's own partial result) and its reduce member waits for that
+// transfer and d's partial result. A member waits for what d contributes; the collective, which
+// the simulator takes as one node, waits for what all of them wait for, as the explicit form's
+// does. Each member's output is what the explicit transfers into d held, with the same readers,
+// so the predicted step, its bytes and each device's memory over time are the same.
+enum class CollectiveForm : std::uint8_t { explicit_transfers, per_device };
+
 // Lowers a validated plan. Where a tensor lives: a produced tensor where its producer's pieces
 // (or, for partial pieces, the reduce tasks) wrote it; a weight or optimizer state where its
 // update writes the next value (so that every step starts from the layout the previous one left);
 // other sources (inputs) on every device that reads them, as a data loader delivers them.
 Expected<Program> lower(ir::Graph const& graph, plan::Plan const& plan,
-                        ops::OpRegistry const& registry);
+                        ops::OpRegistry const& registry,
+                        CollectiveForm form = CollectiveForm::explicit_transfers);
 
 }  // namespace cleave::lower

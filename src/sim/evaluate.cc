@@ -65,7 +65,7 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
                      (ctx.plan.cluster.empty() ? "" : "'" + ctx.plan.cluster + "' ") + "has " +
                      std::to_string(cluster.num_devices()));
   Evaluation e;
-  CLEAVE_TRY(e.program, lower::lower(ctx.graph, ctx.plan, ctx.registry));
+  CLEAVE_TRY(e.program, lower::lower(ctx.graph, ctx.plan, ctx.registry, ctx.collectives));
   auto costs = collective_costs(e.program, ctx.graph, ctx.cost);
   auto timings = timings_of(e.program, ctx.graph, ctx.cost, costs);
   auto index = index_of(ctx.graph, e.program);
@@ -74,10 +74,9 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
                            ctx.samples_per_step, &index);
   auto use = memory_use(ctx.graph, e.program, e.prediction.sim.spans);
   auto memory = device_memory(ctx.graph, use, cluster, ctx.largest_blocks);
+  auto times = device_times(e.program, index, e.prediction.sim);
   for (std::size_t d = 0; d < cluster.num_devices(); ++d)
-    e.devices.push_back({cluster.devices()[d].name,
-                         device_time(e.program, index, e.prediction.sim, static_cast<int>(d)),
-                         std::move(memory[d])});
+    e.devices.push_back({cluster.devices()[d].name, times[d], std::move(memory[d])});
   e.violations = violations_of(e.devices);
   add_pool_violations(ctx.plan, use, e.violations);
   return e;

@@ -20,6 +20,9 @@ struct EvaluationContext {
   cost::CostModel const& cost;  // on the cluster the plan is for (cost.cluster())
   std::int64_t samples_per_step = 1;
   std::size_t largest_blocks = 5;  // the live blocks listed per device at its peak
+  // Per device unless the program is to be run (the runtime executes explicit transfers); the
+  // predictions are the same either way (lower::CollectiveForm).
+  lower::CollectiveForm collectives = lower::CollectiveForm::per_device;
 };
 
 // A device whose memory the step overflows: its peak passes its capacity, or a block the step
@@ -40,7 +43,8 @@ struct DeviceEvaluation {
 };
 
 struct Evaluation {
-  lower::Program program;  // the lowered plan (what a trace shows and the runtime executes)
+  lower::Program program;  // the lowered plan (what a trace shows and, lowered with explicit
+                           // transfers, the runtime executes)
   Prediction prediction;   // step time, samples/s, traffic, peaks: the figures reports read
   std::vector<DeviceEvaluation> devices;
   std::vector<Violation> violations;  // one per device over capacity, in device order

@@ -72,7 +72,7 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
   for (lower::TaskId i = 0; i < program.tasks.size(); ++i) {
     auto const& t = program.tasks[i];
     auto& on = use.events[static_cast<std::size_t>(t.device)];
-    std::int64_t size = bytes_of(t.tensor, t.region);
+    std::int64_t size = lower::output_bytes(graph, t);
     if (!lifetimes[i].allocates) {
       std::int64_t freed = freed_by_swap_out(program, i, block_of_task);
       auto block = freed >= 0 ? static_cast<std::uint32_t>(freed)
@@ -116,13 +116,13 @@ void walk(std::vector<BlockEvent> const& events, DeviceMemory& out, std::size_t&
   }
 }
 
-// What is live after the events up to `peak_event`, by role and its largest blocks.
+// What is live after the events up to `peak_event`, by role and its largest blocks. `live`: per
+// block, zero before and after (one list for every device: a list per device would make the work
+// grow with devices times blocks).
 void live_at_peak(ir::Graph const& graph, MemoryUse const& use,
                   std::vector<BlockEvent> const& events, std::size_t peak_event,
-                  std::size_t largest, DeviceMemory& out) {
-  std::vector<std::int64_t> live;
+                  std::size_t largest, DeviceMemory& out, std::vector<std::int64_t>& live) {
   std::vector<std::uint32_t> touched;
-  live.resize(use.blocks.size(), 0);
   for (std::size_t e = 0; e <= peak_event && e < events.size(); ++e) {
     if (live[events[e].block] == 0) touched.push_back(events[e].block);
     live[events[e].block] += events[e].bytes;
@@ -142,6 +142,8 @@ void live_at_peak(ir::Graph const& graph, MemoryUse const& use,
     out.largest_at_peak.push_back(
         {graph.tensor(b.tensor).name, b.region, live[touched[i]], b.role});
   }
+  for (std::size_t e = 0; e <= peak_event && e < events.size(); ++e)
+    live[events[e].block] = 0;
 }
 
 }  // namespace
@@ -149,11 +151,13 @@ void live_at_peak(ir::Graph const& graph, MemoryUse const& use,
 std::vector<DeviceMemory> device_memory(ir::Graph const& graph, MemoryUse const& use,
                                         cluster::Cluster const& cluster, std::size_t largest) {
   std::vector<DeviceMemory> out(use.events.size());
+  std::vector<std::int64_t> live(use.blocks.size(), 0);
   for (std::size_t d = 0; d < use.events.size(); ++d) {
     out[d].capacity_bytes = cluster.devices()[d].memory.value();
     std::size_t peak_event = 0;
     walk(use.events[d], out[d], peak_event);
-    if (out[d].peak_bytes > 0) live_at_peak(graph, use, use.events[d], peak_event, largest, out[d]);
+    if (out[d].peak_bytes > 0)
+      live_at_peak(graph, use, use.events[d], peak_event, largest, out[d], live);
   }
   return out;
 }

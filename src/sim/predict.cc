@@ -5,6 +5,8 @@
 #include <bit>
 #include <utility>
 
+#include "lower/lifetime.h"
+
 namespace cleave::sim {
 
 std::vector<Resource> resources_of(cluster::Cluster const& c) {
@@ -53,13 +55,19 @@ cost::ComputeCost price_compute(lower::Task const& t, ir::Graph const& graph,
                                t.bytes, device_id(t.device), &graph, t.op};
   ir::Attrs reduce_attrs;  // a reduce task is keyed by its members and region in profiles
   if (t.kind == lower::TaskKind::reduce) {
-    std::int64_t region = tdl::box_volume(t.region) * ir::dtype_bytes(dtype);
-    reduce_attrs.set("members", static_cast<std::int64_t>(t.deps.size()));
+    std::int64_t volume = tdl::box_volume(t.region);
+    std::int64_t region = volume * ir::dtype_bytes(dtype);
+    // It combines one partial result per member (its flops: one operation per element for each
+    // but the first); an explicit program's reduce waits for each, a per-device one for fewer
+    // (lower::CollectiveForm).
+    auto members =
+        volume > 0 ? t.flops.value() / volume + 1 : static_cast<std::int64_t>(t.deps.size());
+    reduce_attrs.set("members", members);
     request.op_type = "reduce";
     request.attrs = &reduce_attrs;
     request.box = t.region;
     request.graph = nullptr;  // not one op's piece
-    request.bytes = Bytes(region * static_cast<std::int64_t>(t.deps.size() + 1));
+    request.bytes = Bytes(region * (members + 1));
   }
   return cost.compute(request);
 }
@@ -152,12 +160,8 @@ Timings timings_of(lower::Program const& program, ir::Graph const& graph,
 }
 
 TaskFacts facts_of(ir::Graph const& graph, lower::Task const& t) {
-  return {t.kind,
-          t.collective != lower::no_collective,
-          t.device,
-          t.source_device,
-          t.bytes.value(),
-          tdl::box_volume(t.region) * ir::dtype_bytes(graph.tensor(t.tensor).type.dtype)};
+  return {t.kind,          t.collective != lower::no_collective, t.device, t.source_device,
+          t.bytes.value(), lower::output_bytes(graph, t)};
 }
 
 TaskIndex index_of(ir::Graph const& graph, lower::Program const& program) {
@@ -206,37 +210,71 @@ std::int64_t bytes_of(ir::Graph const& g, ir::TensorId t, tdl::Box const& region
 
 }  // namespace
 
+namespace {
+
+// What a device's spans amount to: its computing, the data it receives in flight, its host copies
+// in flight.
+struct DeviceSpans {
+  std::vector<Interval> busy, incoming, swaps;
+};
+
+void add_span(DeviceSpans& on, TaskFacts const& t, TaskSpan span) {
+  Interval at{span.start, span.end};
+  if (t.kind == lower::TaskKind::transfer)
+    on.incoming.push_back(at);
+  else if (is_swap(t.kind))
+    on.swaps.push_back(at);
+  else
+    on.busy.push_back(at);
+}
+
+DeviceTime time_of(DeviceSpans& on, double step_seconds) {
+  for (auto* v : {&on.busy, &on.incoming, &on.swaps})
+    std::sort(v->begin(), v->end());
+  DeviceTime out;
+  out.compute_s = covered(on.busy);
+  auto waits = merged(on.busy, on.incoming);
+  double with_comm = covered(waits);
+  out.exposed_comm_s = with_comm - out.compute_s;
+  out.exposed_swap_s = covered(merged(waits, on.swaps)) - with_comm;
+  out.idle_s =
+      std::max(0.0, step_seconds - out.compute_s - out.exposed_comm_s - out.exposed_swap_s);
+  return out;
+}
+
+}  // namespace
+
 DeviceTime device_time(lower::Program const& program, TaskIndex const& index, SimResult const& sim,
                        int device) {
-  // Its computing, the data it receives in flight, its host copies in flight.
-  std::vector<Interval> busy, incoming, swaps;
-  for (std::size_t i = 0; i < index.facts.size(); ++i) {
-    auto const& t = index.facts[i];
-    if (t.device != device || t.member) continue;
-    Interval span{sim.spans[i].start, sim.spans[i].end};
-    if (t.kind == lower::TaskKind::transfer)
-      incoming.push_back(span);
-    else if (is_swap(t.kind))
-      swaps.push_back(span);
-    else
-      busy.push_back(span);
-  }
+  DeviceSpans on;
+  for (std::size_t i = 0; i < index.facts.size(); ++i)
+    if (index.facts[i].device == device && !index.facts[i].member)
+      add_span(on, index.facts[i], sim.spans[i]);
   for (auto const& c : program.collectives) {
     if (c.members.empty() || std::find(c.group.begin(), c.group.end(), device) == c.group.end())
       continue;
     auto span = sim.spans[c.members.front()];
-    incoming.push_back({span.start, span.end});
+    on.incoming.push_back({span.start, span.end});
   }
-  for (auto* v : {&busy, &incoming, &swaps})
-    std::sort(v->begin(), v->end());
-  DeviceTime out;
-  out.compute_s = covered(busy);
-  auto waits = merged(busy, incoming);
-  double with_comm = covered(waits);
-  out.exposed_comm_s = with_comm - out.compute_s;
-  out.exposed_swap_s = covered(merged(waits, swaps)) - with_comm;
-  out.idle_s =
-      std::max(0.0, sim.step_seconds - out.compute_s - out.exposed_comm_s - out.exposed_swap_s);
+  return time_of(on, sim.step_seconds);
+}
+
+std::vector<DeviceTime> device_times(lower::Program const& program, TaskIndex const& index,
+                                     SimResult const& sim) {
+  std::vector<DeviceSpans> on(static_cast<std::size_t>(program.num_devices));
+  for (std::size_t i = 0; i < index.facts.size(); ++i)
+    if (!index.facts[i].member)
+      add_span(on[static_cast<std::size_t>(index.facts[i].device)], index.facts[i], sim.spans[i]);
+  for (auto const& c : program.collectives) {
+    if (c.members.empty()) continue;
+    auto span = sim.spans[c.members.front()];
+    for (int d : c.group)
+      on[static_cast<std::size_t>(d)].incoming.push_back({span.start, span.end});
+  }
+  std::vector<DeviceTime> out;
+  out.reserve(on.size());
+  for (auto& spans : on)
+    out.push_back(time_of(spans, sim.step_seconds));
   return out;
 }
 

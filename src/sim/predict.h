@@ -106,6 +106,9 @@ TaskIndex index_of(ir::Graph const& graph, lower::Program const& program);
 // where they overlap neither.
 DeviceTime device_time(lower::Program const& program, TaskIndex const& index, SimResult const& sim,
                        int device);
+// Every device's, in one pass over the program (device by device would read it once per device).
+std::vector<DeviceTime> device_times(lower::Program const& program, TaskIndex const& index,
+                                     SimResult const& sim);
 
 // The figures of a simulated program (what predict() reports after simulating). With `index`
 // (the program's), the tasks are read there.
