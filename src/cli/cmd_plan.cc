@@ -96,12 +96,13 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   request->budget.stop = &stop;
   auto p = api::make_plan(model, *cost, cmd.cluster, *request, registry);
   if (!p) return report(p.error());
-  auto row = api::plan_row(model, *p, *cost, *ideal, registry);
-  if (!row) return report(row.error());
+  // Written before it is evaluated, so that a long search survives an evaluation that fails.
   if (!cmd.output.empty()) {
     auto st = plan::save_plan(*p, cmd.output);
     if (!st) return report(st.error());
   }
+  auto row = api::plan_row(model, *p, *cost, *ideal, registry);
+  if (!row) return report(row.error());
   std::vector<report::PlanRow> rows;
   rows.push_back(std::move(*row));
   print_rows(model.label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json);
