@@ -91,7 +91,7 @@ def main():
     ap.add_argument("--devices", default="8,64,512,1024")
     ap.add_argument("--algos", default="data-parallel,expert,tofu")
     ap.add_argument("--cap-gib", type=float, default=8)
-    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--timeout", type=float, default=1200)
     args = ap.parse_args()
     cap = int(args.cap_gib * 2**30)
     print(f"Model `{MODEL.format(batch='DEVICES')}` on `h100-2x8:nodes=DEVICES/8` (one sample per")
