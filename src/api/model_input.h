@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "autodiff/precision.h"
 #include "autodiff/training_graph.h"
 #include "import/onnx_import.h"
 #include "models/model_zoo.h"
@@ -18,6 +19,8 @@ struct TrainingFlags {
   std::string loss = "loss";
   // .onnx models: import ops cleave has no mapping for as opaque ops instead of failing.
   bool allow_opaque = false;
+  // --precision (autodiff/precision.h): empty for the zoo spec's `precision` key, else fp32.
+  std::string precision;
 };
 Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags);
 
@@ -28,6 +31,7 @@ struct ModelInput {
   // Samples per step: the zoo model's `batch`, or the first dimension of a graph file's first
   // input tensor.
   std::int64_t batch = 1;
+  autodiff::Precision precision = autodiff::Precision::fp32;
 };
 
 // An .onnx file's forward graph with the flags' import options (--loss names an ONNX tensor
