@@ -117,4 +117,18 @@ Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& 
   return ModelInput{args.canonical(), std::move(forward), std::move(*training), batch, precision};
 }
 
+std::string default_precision(std::string const& spec, TrainingFlags const& flags,
+                              cluster::Cluster const& cluster) {
+  if (!flags.precision.empty() || ends_with(spec, ".json") || ends_with(spec, ".onnx")) return {};
+  auto parsed = models::parse_model_spec(spec);
+  if (!parsed || (parsed->name != "gpt" && parsed->name != "bert")) return {};
+  for (auto const& [key, value] : parsed->args)
+    if (key == "precision" || key == "dtype") return {};
+  bool amp_gpus =
+      std::all_of(cluster.devices().begin(), cluster.devices().end(), [](auto const& d) {
+        return d.kind.starts_with("A100") || d.kind.starts_with("H100");
+      });
+  return amp_gpus ? "amp-bf16" : std::string();
+}
+
 }  // namespace cleave::api

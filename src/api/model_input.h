@@ -7,6 +7,7 @@
 
 #include "autodiff/precision.h"
 #include "autodiff/training_graph.h"
+#include "cluster/cluster.h"
 #include "import/onnx_import.h"
 #include "models/model_zoo.h"
 
@@ -41,5 +42,11 @@ import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFl
 
 Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& registry,
                                 TrainingFlags const& flags);
+
+// The precision a model trains in by default on `cluster`, as users run it (issue 24): amp-bf16
+// for the zoo's transformers (gpt, bert) when every device is an A100 or H100 and neither the spec
+// nor --precision names one; else empty (the model's own default, fp32).
+std::string default_precision(std::string const& spec, TrainingFlags const& flags,
+                              cluster::Cluster const& cluster);
 
 }  // namespace cleave::api
