@@ -152,8 +152,4 @@ Expected<ir::Graph> apply_precision(ir::Graph const& forward, ops::OpRegistry co
   return AmpPass(forward, registry, *half).run();
 }
 
-std::int64_t state_bytes_per_parameter(Optimizer optimizer) {
-  return 4 + 4 + (optimizer == Optimizer::adam ? 8 : 4);
-}
-
 }  // namespace cleave::autodiff

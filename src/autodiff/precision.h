@@ -30,10 +30,4 @@ double loss_scale(Precision precision);
 Expected<ir::Graph> apply_precision(ir::Graph const& forward, ops::OpRegistry const& registry,
                                     Precision precision);
 
-// Bytes per parameter a training step keeps for weights, their gradients and the optimizer state
-// (what ZeRO counts): fp32 weight and gradient (4 + 4) plus the state, 4 for SGD's momentum and
-// 8 for Adam's two moments, under every precision: AMP keeps fp32 master weights, and its half
-// copies of the weights are transient casts (2 bytes while the step runs).
-std::int64_t state_bytes_per_parameter(Optimizer optimizer);
-
 }  // namespace cleave::autodiff
