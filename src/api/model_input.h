@@ -5,7 +5,9 @@
 #include <optional>
 #include <string>
 
+#include "autodiff/precision.h"
 #include "autodiff/training_graph.h"
+#include "cluster/cluster.h"
 #include "import/onnx_import.h"
 #include "models/model_zoo.h"
 
@@ -18,6 +20,8 @@ struct TrainingFlags {
   std::string loss = "loss";
   // .onnx models: import ops cleave has no mapping for as opaque ops instead of failing.
   bool allow_opaque = false;
+  // --precision (autodiff/precision.h): empty for the zoo spec's `precision` key, else fp32.
+  std::string precision;
 };
 Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags);
 
@@ -28,6 +32,7 @@ struct ModelInput {
   // Samples per step: the zoo model's `batch`, or the first dimension of a graph file's first
   // input tensor.
   std::int64_t batch = 1;
+  autodiff::Precision precision = autodiff::Precision::fp32;
 };
 
 // An .onnx file's forward graph with the flags' import options (--loss names an ONNX tensor
@@ -37,5 +42,11 @@ import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFl
 
 Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& registry,
                                 TrainingFlags const& flags);
+
+// The precision a model trains in by default on `cluster`, as users run it (issue 24): amp-bf16
+// for the zoo's transformers (gpt, bert) when every device is an A100 or H100 and neither the spec
+// nor --precision names one; else empty (the model's own default, fp32).
+std::string default_precision(std::string const& spec, TrainingFlags const& flags,
+                              cluster::Cluster const& cluster);
 
 }  // namespace cleave::api

@@ -85,10 +85,11 @@ class TrainingGraphBuilder {
 
   void seed(ir::TensorId loss) {
     std::string dtype(ir::dtype_name(fwd_.tensor(loss).type.dtype));
-    auto one = b_.op("fill", {},
-                     {{"shape", std::vector<std::int64_t>{}}, {"value", 1.0}, {"dtype", dtype}},
-                     fwd_.tensor(loss).name + ".grad_seed", ir::TensorRole::gradient,
-                     op_map_[fwd_.producer(loss).value()]);
+    auto one = b_.op(
+        "fill", {},
+        {{"shape", std::vector<std::int64_t>{}}, {"value", options_.loss_scale}, {"dtype", dtype}},
+        fwd_.tensor(loss).name + ".grad_seed", ir::TensorRole::gradient,
+        op_map_[fwd_.producer(loss).value()]);
     contributions_[loss.value()].push_back(one);
   }
 
@@ -257,6 +258,9 @@ class TrainingGraphBuilder {
       ir::TensorId w = map_[t.id.value()];
       ir::TensorId grad = total(t.id);
       ir::OpId group = owner(t.id);
+      if (options_.loss_scale != 1.0)
+        grad = b_.op("scale", {grad}, {{"alpha", 1.0 / options_.loss_scale}},
+                     t.name + ".grad_unscaled", ir::TensorRole::gradient, group);
       auto state = [&](std::string const& suffix) {
         return b_.source(t.name + suffix, t.type, ir::TensorRole::optimizer_state);
       };

@@ -20,6 +20,10 @@ struct TrainingOptions {
   double momentum = 0.9;                              // sgd
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam
   std::int64_t step = 1;                              // adam's bias correction
+  // Loss scaling (AMP in fp16, autodiff/precision.h): the backward pass starts from this value
+  // instead of 1, and each weight's gradient is multiplied by its inverse ("<w>.grad_unscaled",
+  // GradScaler's unscale and finiteness check, one kernel per gradient) before the update.
+  double loss_scale = 1.0;
 };
 
 // Names in the training graph: a tensor's gradient is named by the backward op that computes it,

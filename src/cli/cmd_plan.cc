@@ -72,9 +72,11 @@ struct Problem {
 Expected<Problem> load_problem(std::string const& model, api::TrainingFlags const& training,
                                std::string const& cluster_spec, std::string const& profile,
                                std::string const& measure, ops::OpRegistry const& registry) {
-  CLEAVE_TRY(auto input, api::load_model(model, registry, training));
   CLEAVE_TRY(auto loaded, cluster::load_cluster(cluster_spec));
   auto cluster = std::make_unique<cluster::Cluster>(std::move(loaded));
+  api::TrainingFlags flags = training;
+  if (flags.precision.empty()) flags.precision = api::default_precision(model, training, *cluster);
+  CLEAVE_TRY(auto input, api::load_model(model, registry, flags));
   CLEAVE_TRY(auto pricing, load_pricing(*cluster, cluster_spec, profile, measure, registry));
   Problem out{std::move(input), std::move(cluster), std::move(pricing)};
   return out;

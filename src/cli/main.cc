@@ -48,6 +48,9 @@ void add_training(CLI::App* cmd, api::TrainingFlags& flags) {
   cmd->add_option("--loss", flags.loss,
                   "the scalar tensor to minimise (default: loss; for .onnx models, an ONNX "
                   "tensor name, else cross-entropy of the last output)");
+  cmd->add_option("--precision", flags.precision,
+                  "fp32 (default), tf32, amp-fp16 or amp-bf16 (docs/precision.md); for a zoo "
+                  "model the same as its precision key");
   cmd->add_flag("--allow-opaque", flags.allow_opaque,
                 ".onnx models: import ops cleave has no mapping for as opaque ops "
                 "(splittable on the batch only) instead of failing");

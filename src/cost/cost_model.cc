@@ -2,7 +2,25 @@
 
 #include <algorithm>
 
+#include "cost/gpu_compute.h"
+
 namespace cleave::cost {
+
+namespace {
+
+// The device's peak for `dtype`; integer ops and dtypes a device lacks run at its fp32 rate (or
+// its best rate).
+double peak_rate(cluster::Device const& dev, ir::DType dtype) {
+  auto peak = dev.peak_for(dtype);
+  if (!peak) peak = dev.peak_for(ir::DType::fp32);
+  if (peak) return peak->value();
+  double rate = 0;
+  for (auto const& [d, p] : dev.peak)
+    rate = std::max(rate, p.value());
+  return rate;
+}
+
+}  // namespace
 
 ComputeCost CostModel::compute(ComputeRequest const& r) const {
   auto const& dev = cluster_->device(r.device);
@@ -20,16 +38,8 @@ ComputeCost CostModel::compute(ComputeRequest const& r) const {
       return {m->seconds, /*measured=*/true};
   }
   if (profile_) calibration = profile_->calibration(dev.kind);
-  // Integer ops and dtypes a device lacks run at its fp32 rate (or its best rate).
-  auto peak = dev.peak_for(r.dtype);
-  if (!peak) peak = dev.peak_for(ir::DType::fp32);
-  double rate = 0;
-  if (peak) {
-    rate = peak->value();
-  } else {
-    for (auto const& [d, p] : dev.peak)
-      rate = std::max(rate, p.value());
-  }
+  if (auto const* gpu = gpu_compute(dev.kind)) return {gpu_time(r, dev, *gpu, calibration), false};
+  double rate = peak_rate(dev, r.dtype);
   // A calibration of the device's kind replaces the defaults: its op type's efficiency, else its
   // default, before the options' op type and default.
   double eff = options_.default_efficiency;
@@ -49,6 +59,53 @@ ComputeCost CostModel::compute(ComputeRequest const& r) const {
   double memory_s =
       static_cast<double>(r.bytes.value()) / (dev.memory_bandwidth.value() * memory_eff);
   return {Seconds(std::max(compute_s, memory_s) + launch.value()), /*measured=*/false};
+}
+
+Seconds CostModel::gpu_time(ComputeRequest const& r, cluster::Device const& dev,
+                            GpuCompute const& gpu, DeviceCalibration const* calibration) const {
+  if (r.graph && fused_on_gpu(*r.graph, r.op)) return Seconds(0);
+  bool gemm = is_gemm_class(r.op_type);
+  // GEMMs run on tensor cores (TF32 for fp32 where the GPU has it: PyTorch's default for
+  // convolutions, and NVIDIA's containers' for matmuls); other ops on the CUDA cores' fp32 rate.
+  // A reshape is a view: no kernel.
+  if (r.op_type == "reshape") return Seconds(0);
+  bool conv = is_conv_class(r.op_type);
+  double rate = peak_rate(dev, gemm ? r.dtype : ir::DType::fp32);
+  double eff =
+      gemm ? (conv ? gpu.conv_efficiency : gpu.gemm_efficiency) : options_.default_efficiency;
+  if (gemm && r.dtype == ir::DType::fp32) {
+    if (gpu.tf32_peak > 0) {
+      rate = gpu.tf32_peak;
+      if (conv) eff = gpu.tf32_conv_efficiency;
+    } else {
+      eff = gpu.cuda_core_efficiency;
+      if (conv) rate *= gpu.fp32_conv_speedup;
+    }
+  }
+  double memory_eff = gpu.memory_efficiency;
+  double launch = gpu.launch_s;
+  if (calibration) {
+    if (auto it = calibration->efficiency.find(r.op_type); it != calibration->efficiency.end())
+      eff = it->second;
+    else if (calibration->default_efficiency)
+      eff = *calibration->default_efficiency;
+    memory_eff = calibration->memory_efficiency.value_or(memory_eff);
+    launch = calibration->launch.value_or(Seconds(launch)).value();
+  }
+  double bytes = static_cast<double>(r.bytes.value());
+  if (r.graph) {
+    auto fusion = element_wise_fusion(*r.graph, r.op);
+    bytes *= fusion.bytes_fraction;
+    if (!fusion.launches) launch = 0;
+  }
+  if (gemm && r.output_elements > 0) {
+    double reduction =
+        static_cast<double>(r.flops.value()) / (2.0 * static_cast<double>(r.output_elements));
+    eff *= wave_efficiency(r.output_elements, reduction, gpu.sms);
+  }
+  double compute_s = static_cast<double>(r.flops.value()) / (rate * eff);
+  double memory_s = bytes / (dev.memory_bandwidth.value() * memory_eff);
+  return Seconds(std::max(compute_s, memory_s) + launch);
 }
 
 Seconds CostModel::transfer(Bytes bytes, cluster::DeviceId from, cluster::DeviceId to) const {

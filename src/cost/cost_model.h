@@ -21,6 +21,8 @@
 
 namespace cleave::cost {
 
+struct GpuCompute;
+
 struct CostOptions {
   // Fraction of peak FLOP/s an op kind reaches; op types not listed use `default_efficiency`.
   std::map<std::string, double, std::less<>> efficiency = {{"matmul", 0.7},
@@ -52,6 +54,9 @@ struct ComputeRequest {
   // reduce task).
   ir::Graph const* graph = nullptr;
   ir::OpId op;
+  // Elements the piece writes (its output region), for the GPU model's tiles and waves
+  // (gpu_compute.h); 0: unknown.
+  std::int64_t output_elements = 0;
 };
 
 // Measures pieces on demand (issue 15, FlexFlow's "measure each configuration once"): the cost
@@ -94,6 +99,10 @@ class CostModel {
   void set_measurer(std::shared_ptr<PieceMeasurer> measurer) { measurer_ = std::move(measurer); }
 
  private:
+  // A piece on a GPU with parameters (gpu_compute.h), the calibration's values replacing them.
+  Seconds gpu_time(ComputeRequest const& r, cluster::Device const& dev, GpuCompute const& gpu,
+                   DeviceCalibration const* calibration) const;
+
   cluster::Cluster const* cluster_;
   CostOptions options_;
   std::optional<ProfileTable> profile_;

@@ -41,6 +41,22 @@ ModelKey dtype_key() {
           1,       {"fp32", "fp16", "bf16"}};
 }
 
+// Every model trains under a precision (autodiff/precision.h); load_model applies it.
+ModelKey precision_key() {
+  return {"precision",
+          KeyKind::choice,
+          "fp32",
+          "training precision: fp32, tf32 (fp32 tensors, TF32 matmuls where the GPU has them), "
+          "amp-fp16 or amp-bf16 (PyTorch's autocast: half matmuls and convolutions, fp32 master "
+          "weights; amp-fp16 with loss scaling); amp needs dtype=fp32",
+          1,
+          {"fp32", "tf32", "amp-fp16", "amp-bf16"}};
+}
+
+// The canonical spec leaves out the default precision, so that fp32 specs (and the plans that
+// record them) read as they did before the key existed.
+constexpr std::string_view default_precision_suffix = ",precision=fp32";
+
 std::string accepted(ModelDef const& def) {
   std::string out;
   for (auto const& k : def.keys) {
@@ -95,6 +111,7 @@ Status ModelZoo::add(ModelDef def) {
   if (defs_.count(def.name))
     return Error(ErrorCode::invalid_argument, "model '" + def.name + "' is already registered");
   def.keys.push_back(dtype_key());
+  def.keys.push_back(precision_key());
   std::string name = def.name;
   defs_.emplace(std::move(name), std::move(def));
   return Status::ok();
@@ -137,6 +154,12 @@ Expected<ModelArgs> ModelZoo::resolve(ModelSpec const& spec) const {
   ModelArgs args;
   args.values_ = std::move(r.values);
   args.canonical_ = std::move(r.canonical);
+  if (args.canonical_.ends_with(default_precision_suffix))
+    args.canonical_.resize(args.canonical_.size() - default_precision_suffix.size());
+  if (args.text("precision").starts_with("amp") && args.dtype() != ir::DType::fp32)
+    return Error(ErrorCode::invalid_argument,
+                 "model '" + def->name + "': precision=" + args.text("precision") +
+                     " keeps fp32 master weights and casts to half itself: use dtype=fp32");
   return args;
 }
 

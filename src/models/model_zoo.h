@@ -34,6 +34,8 @@ class ModelArgs {
   std::string const& text(std::string_view key) const;
   // The "dtype" key every model has.
   ir::DType dtype() const;
+  // The "precision" key every model has ("fp32", "tf32", "amp-fp16", "amp-bf16").
+  std::string const& precision() const { return text("precision"); }
   // "resnet:depth=50,width=1,batch=32,dtype=fp32": the full spec, every key spelled out.
   std::string const& canonical() const { return canonical_; }
 
@@ -46,7 +48,7 @@ class ModelArgs {
 struct ModelDef {
   std::string name;
   std::string summary;
-  std::vector<ModelKey> keys;  // "dtype" is added to every model
+  std::vector<ModelKey> keys;  // "dtype" and "precision" are added to every model
   // Keys whose default depends on other keys (GPT's heads = hidden/64): computes the default from
   // the spec as given; the key's `fallback` documents the rule.
   std::map<std::string, std::function<std::string(NamedSpec const& spec)>, std::less<>>

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "autodiff/training_graph.h"
+#include "autodiff/precision.h"
 #include "ops/split_report.h"
 #include "support/checked.h"
 #include "support/format_bytes.h"
@@ -46,14 +46,17 @@ Expected<ModelSummary> summarize(std::string model, ir::Graph const& g,
   s.model = std::move(model);
   s.forward_ops = forward_ops;
   s.training_ops = static_cast<std::int64_t>(g.num_ops());
+  double state_elements = 0;
   for (auto const& t : g.tensors()) {
     bool source = !g.producer(t.id).valid();
     if (source && t.role == ir::TensorRole::weight) {
       CLEAVE_CHECK_OK(add_to(s.parameters, ir::num_elements(t.type.shape), "parameters"));
       CLEAVE_CHECK_OK(add_to(s.parameter_bytes, bytes_of(t), "parameter bytes"));
     }
-    if (source && t.role == ir::TensorRole::optimizer_state)
+    if (source && t.role == ir::TensorRole::optimizer_state) {
       CLEAVE_CHECK_OK(add_to(s.optimizer_state_bytes, bytes_of(t), "optimizer state bytes"));
+      state_elements += static_cast<double>(ir::num_elements(t.type.shape));
+    }
   }
   for (auto const& op : g.ops()) {
     CLEAVE_TRY(auto bound, registry.bind(g, op.id));
@@ -71,6 +74,14 @@ Expected<ModelSummary> summarize(std::string model, ir::Graph const& g,
   s.gradient_bytes = s.parameter_bytes;
   for (auto part : {s.parameter_bytes, s.gradient_bytes, s.optimizer_state_bytes})
     CLEAVE_CHECK_OK(add_to(s.training_state_bytes, part, "training state bytes"));
+  if (s.parameters > 0) {
+    auto params = static_cast<double>(s.parameters);
+    s.bytes_per_parameter = static_cast<double>(s.training_state_bytes) / params;
+    for (auto p : {autodiff::Precision::fp32, autodiff::Precision::tf32,
+                   autodiff::Precision::amp_fp16, autodiff::Precision::amp_bf16})
+      s.bytes_per_parameter_by_precision.emplace_back(std::string(autodiff::precision_name(p)),
+                                                      4 + 4 + 4 * state_elements / params);
+  }
   for (auto t : autodiff::saved_for_backward(g))
     CLEAVE_CHECK_OK(add_to(s.activation_bytes, bytes_of(g.tensor(t)), "activation bytes"));
 
@@ -98,6 +109,17 @@ std::string to_text(ModelSummary const& s) {
                      format_bytes(Bytes(s.training_state_bytes)),
                      format_bytes(Bytes(s.parameter_bytes)), format_bytes(Bytes(s.gradient_bytes)),
                      format_bytes(Bytes(s.optimizer_state_bytes)));
+  if (!s.bytes_per_parameter_by_precision.empty()) {
+    std::string by;
+    for (auto const& [name, bytes] : s.bytes_per_parameter_by_precision)
+      by += fmt::format("{}{} {:g}", by.empty() ? "" : ", ", name, bytes);
+    out +=
+        fmt::format("bytes_per_parameter   {:g} (this graph: weight, gradient, optimizer state)\n",
+                    s.bytes_per_parameter);
+    out += fmt::format("  by precision        {} (fp32 master weights, gradients and optimizer "
+                       "state, as ZeRO counts; AMP's half weight copies are transient)\n",
+                       by);
+  }
   out += fmt::format("activation_bytes      {} (forward tensors saved for backward)\n",
                      format_bytes(Bytes(s.activation_bytes)));
   out += fmt::format("flops_per_step        {} (forward {}, backward + optimizer {})\n",
@@ -123,6 +145,11 @@ std::string to_json(ModelSummary const& s) {
   j["gradient_bytes"] = s.gradient_bytes;
   j["optimizer_state_bytes"] = s.optimizer_state_bytes;
   j["training_state_bytes"] = s.training_state_bytes;
+  j["bytes_per_parameter"] = s.bytes_per_parameter;
+  auto by = nlohmann::json::object();
+  for (auto const& [name, bytes] : s.bytes_per_parameter_by_precision)
+    by[name] = bytes;
+  j["bytes_per_parameter_by_precision"] = std::move(by);
   j["activation_bytes"] = s.activation_bytes;
   j["flops_per_step"] = s.flops_per_step;
   j["forward_flops"] = s.forward_flops;

@@ -29,8 +29,14 @@ struct ModelSummary {
   std::int64_t gradient_bytes = 0;         // one gradient per weight
   std::int64_t optimizer_state_bytes = 0;  // momentum, Adam's moments
   std::int64_t training_state_bytes = 0;   // weights + gradients + optimizer state
-  std::int64_t activation_bytes = 0;       // forward tensors saved for backward
-  std::int64_t flops_per_step = 0;         // forward + backward + optimizer
+  // Training state per parameter: this graph's (training_state_bytes / parameters), and under
+  // each precision of a model built in fp32 (autodiff/precision.h): fp32 weight and gradient and
+  // the optimizer's fp32 state (4 + 4 + 4 per state element: Adam 16, SGD with momentum 12), as
+  // ZeRO counts; AMP keeps the same fp32 master state and adds only transient half copies.
+  double bytes_per_parameter = 0;
+  std::vector<std::pair<std::string, double>> bytes_per_parameter_by_precision;
+  std::int64_t activation_bytes = 0;  // forward tensors saved for backward
+  std::int64_t flops_per_step = 0;    // forward + backward + optimizer
   std::int64_t forward_flops = 0;
   std::vector<TensorSummary> largest;  // the largest tensors, biggest first
 };

@@ -51,8 +51,9 @@ cost::ComputeCost price_compute(lower::Task const& t, ir::Graph const& graph,
                                 cost::CostModel const& cost) {
   ir::DType dtype = graph.tensor(t.tensor).type.dtype;
   auto const& op = graph.op(t.op);
-  cost::ComputeRequest request{op.type, &op.attrs,           dtype,  t.iteration, t.flops,
-                               t.bytes, device_id(t.device), &graph, t.op};
+  cost::ComputeRequest request{
+      op.type, &op.attrs,           dtype,  t.iteration, t.flops,
+      t.bytes, device_id(t.device), &graph, t.op,        tdl::box_volume(t.region)};
   ir::Attrs reduce_attrs;  // a reduce task is keyed by its members and region in profiles
   if (t.kind == lower::TaskKind::reduce) {
     std::int64_t volume = tdl::box_volume(t.region);

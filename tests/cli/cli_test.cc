@@ -174,6 +174,16 @@ TEST(Cli, ModelsInspectAndExport) {
   Outcome adam = cleave("inspect " + spec + " --optimizer adam --json");
   ASSERT_EQ(adam.code, 0) << adam.err;
   EXPECT_EQ(nlohmann::json::parse(adam.out)["training_state_bytes"], params * 4 * 4);
+  // Bytes per parameter under each precision (docs/precision.md): Adam keeps 16 under AMP too.
+  Outcome amp = cleave("inspect " + spec + ",precision=amp-bf16 --optimizer adam --json");
+  ASSERT_EQ(amp.code, 0) << amp.err;
+  auto by = nlohmann::json::parse(amp.out)["bytes_per_parameter_by_precision"];
+  for (char const* p : {"fp32", "tf32", "amp-fp16", "amp-bf16"})
+    EXPECT_EQ(by[p], 16.0) << p;
+  EXPECT_EQ(nlohmann::json::parse(amp.out)["bytes_per_parameter"], 16.0);
+  Outcome text = cleave("inspect " + spec + " --precision amp-fp16 --optimizer adam");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("amp-fp16 16"), std::string::npos) << text.out;
 
   std::string path = (scratch() / "mlp_train.json").string();
   Outcome exported = cleave("export-graph " + spec + " -o " + path);

@@ -40,6 +40,26 @@ TEST_F(Zoo, CanonicalSpecSpellsOutEveryKey) {
   EXPECT_EQ(args->canonical(), "mlp:layers=3,hidden=8,input=784,classes=10,batch=64,dtype=fp32");
 }
 
+// Every model takes a precision (autodiff/precision.h); the canonical spec names it unless it is
+// the default, so fp32 specs read as before the key existed.
+TEST_F(Zoo, EveryModelTakesAPrecision) {
+  for (auto const& name : zoo_.names()) {
+    auto args = zoo_.resolve(*parse_model_spec(name + ":precision=amp-bf16"));
+    ASSERT_TRUE(args.has_value()) << name;
+    EXPECT_EQ(args->precision(), "amp-bf16");
+    EXPECT_TRUE(args->canonical().ends_with(",dtype=fp32,precision=amp-bf16")) << name;
+  }
+  auto fp32 = zoo_.resolve(*parse_model_spec("mlp:precision=fp32"));
+  ASSERT_TRUE(fp32.has_value());
+  EXPECT_EQ(fp32->canonical().find("precision"), std::string::npos);
+  auto both = zoo_.resolve(*parse_model_spec("mlp:dtype=bf16,precision=amp-bf16"));
+  ASSERT_FALSE(both.has_value());
+  EXPECT_NE(both.error().to_string().find("use dtype=fp32"), std::string::npos);
+  auto bad = zoo_.resolve(*parse_model_spec("mlp:precision=fp8"));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().to_string().find("amp-fp16"), std::string::npos);
+}
+
 TEST_F(Zoo, BadSpecsListWhatIsAccepted) {
   testing::BadSpec const cases[] = {
       {"mlpp", "unknown model 'mlpp'; the zoo has"},

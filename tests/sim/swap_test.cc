@@ -19,8 +19,10 @@ ir::Graph build(ops::OpRegistry const& registry, Names& n) {
   n.x1 = b.input("x1", {256, 256});    // 256 KiB
   n.x2 = b.input("x2", {4096, 1024});  // 16 MiB
   n.y = b.op("relu", {n.x1}, {}, "y");
-  n.z = b.op("relu", {n.x2}, {}, "z");
-  n.u = b.op("relu", {n.z}, {}, "u");
+  // Not element-wise, so that a GPU does not fuse z into u (cost/gpu_compute.h): their kernels
+  // give the swap-out of y its window.
+  n.z = b.op("softmax", {n.x2}, {}, "z");
+  n.u = b.op("softmax", {n.z}, {}, "u");
   n.v = b.op("relu", {n.y}, {}, "v");
   return *b.finish();
 }
@@ -43,7 +45,7 @@ struct Fixture : Names {
     t.tensor = out;
     t.region = whole(out);
     t.deps = std::move(deps);
-    t.bytes = Bytes(2 * bytes(out).value());  // relu reads and writes its size
+    t.bytes = Bytes(2 * bytes(out).value());  // relu and softmax read and write their size
     return t;
   }
   lower::Task swap(lower::TaskKind kind, ir::TensorId t, int device,

@@ -70,7 +70,8 @@ struct Builder {
           if (fresh)
             it->second = ctx.cost
                              .compute({op.type, &op.attrs, dtype, box, info.flops,
-                                       info.bytes_read + info.bytes_written, device_id(d), &g, id})
+                                       info.bytes_read + info.bytes_written, device_id(d), &g, id,
+                                       tdl::box_volume(info.output)})
                              .time.value();
           facts.seconds.push_back(it->second);
         }
