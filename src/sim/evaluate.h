@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "plan/plan.h"
@@ -22,8 +23,8 @@ struct EvaluationContext {
   std::size_t largest_blocks = 5;  // the live blocks listed per device at its peak
 };
 
-// A device whose memory the step overflows: its peak passes its capacity, or a block the step
-// writes finds no free object in the device's pool (plan.h; then `over_bytes` is that block's size
+// A device whose memory the step overflows: its peak passes its capacity, or a block it holds
+// finds no free object in the device's pool (plan.h; then `over_bytes` is that block's size
 // and both times when it was to be allocated).
 struct Violation {
   int device = 0;
@@ -37,6 +38,9 @@ struct DeviceEvaluation {
   std::string name;
   DeviceTime time;
   DeviceMemory memory;
+  // How well the shape of the device's pool (the plan's) fit the step's blocks, up to the first
+  // block that found no object if one did; none where the device has no pool.
+  std::optional<memory::Fragmentation> pool;
 };
 
 struct Evaluation {

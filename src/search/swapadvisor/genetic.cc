@@ -22,13 +22,14 @@ class Genetic {
     succs_.resize(n);
     for (std::size_t op = 0; op < n; ++op)
       for (auto d : model.reads[model.task_of_op[op]]) {
+        if (d >= n) continue;  // held before the step
         auto from = model.program.tasks[d].op.value();
         preds_[op].push_back(from);
         succs_[from].push_back(static_cast<std::uint32_t>(op));
       }
     demand_.assign(model.allocation.sizes.size(), 0);
-    for (std::size_t t = 0; t < n; ++t)
-      demand_[model.size_index[t]] += model.bytes[t];
+    for (std::size_t b = 0; b < model.bytes.size(); ++b)
+      demand_[model.size_index[b]] += model.bytes[b];
   }
 
   Expected<GeneticResult> run() {
@@ -113,9 +114,20 @@ class Genetic {
     std::size_t sizes = model_.allocation.sizes.size();
     memory::Allocation a;
     a.size_class.resize(sizes);
+    // Even chromosomes draw a class break after each size with even odds; odd ones put sizes
+    // within a random ratio (2 to 16) of their class's smallest together, so that some start with
+    // few classes: a class per size keeps blocks of different sizes from sharing memory, so the
+    // pool must hold each size's most blocks at once, far more than the step's peak where the
+    // weights alone come in dozens of sizes.
     std::bernoulli_distribution step(0.5);
-    for (std::size_t s = 1; s < sizes; ++s)
-      a.size_class[s] = a.size_class[s - 1] + (i == 0 || step(rng_) ? 1 : 0);
+    double ratio = std::exp2(std::uniform_real_distribution<double>(1, 4)(rng_));
+    auto const& size = model_.allocation.sizes;
+    for (std::size_t s = 1, first = 0; s < sizes; ++s) {
+      bool fresh =
+          i == 0 || (i % 2 == 0 ? step(rng_) : double(size[s]) > ratio * double(size[first]));
+      a.size_class[s] = a.size_class[s - 1] + (fresh ? 1 : 0);
+      if (fresh) first = s;
+    }
     std::vector<double> share(sizes == 0 ? 0 : a.size_class.back() + 1, 0);
     std::uniform_real_distribution<double> weight(0.1, 1.0);
     for (std::size_t s = 0; s < sizes; ++s)
