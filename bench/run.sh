@@ -160,6 +160,12 @@ mincut_out=bench/results/mincut_eval.md
 mv "$mincut_out.tmp" "$mincut_out"
 cat "$mincut_out"
 
+# SwapAdvisor on one V100 (issue 18): ideal, lru-swap and swapadvisor on its models.
+swap_out=bench/results/swapadvisor_eval.md
+/usr/bin/python3 bench/swapadvisor_eval.py --cleave build-release/cleave > "$swap_out.tmp"
+mv "$swap_out.tmp" "$swap_out"
+cat "$swap_out"
+
 # The run-time scheduling assistant (issue 17 item 2): `cleave run --rebalance` on cpu:devices=4
 # with a plan made from a mispriced profile (writes bench/results/rebalance.md).
 /usr/bin/python3 bench/rebalance.py --cleave build-release/cleave
