@@ -230,6 +230,8 @@ fid=bench/results/fidelity.md
   echo "steps are the calibration (their pieces become the profile; copy bandwidth and latency as"
   echo "\`cleave calibrate --plan\` fits them), the even steps the measurement (median of 5). Two runs"
   echo "back to back show the machine's run-to-run variation. docs/runtime.md discusses the figures."
+  echo "The last table of each run: SwapAdvisor's runs-for-real model (issue 18), its swapadvisor plan"
+  echo "on one core capped at a third of its peak, measured and predicted alike."
   for run in 1 2; do
     echo
     echo "## Run $run"
