@@ -40,7 +40,9 @@ class Genetic {
     for (std::int64_t i = 1; i < opt_.population && !fits; ++i)
       population.push_back(evaluate(initial(i)));
     rank(population);
-    if (population[0].step_s == infeasible) return *first_error_;
+    if (population[0].step_s == infeasible)
+      return first_error_->with_context("in the first of " + std::to_string(population.size()) +
+                                        " chromosomes, none of which fits");
     result_.first_population_best_s = population[0].step_s;
     auto unlimited = !ctx_.budget.time && !ctx_.budget.iterations;
     while (!fits && !clock_.exhausted() && (!unlimited || result_.generations < opt_.generations)) {
