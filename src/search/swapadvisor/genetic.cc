@@ -6,6 +6,7 @@
 
 #include "sim/evaluate.h"
 #include "support/assert.h"
+#include "support/format_bytes.h"
 
 namespace cleave::search::swapadvisor {
 namespace {
@@ -81,7 +82,11 @@ class Genetic {
       auto swaps = plan_swaps(request);
       if (swaps) {
         s.swaps = std::move(*swaps);
-        s.step_s = step_time(s);
+        auto t = step_time(s);
+        if (t)
+          s.step_s = *t;
+        else if (!first_error_)
+          first_error_ = t.error();
       } else if (!first_error_) {
         first_error_ = swaps.error();
       }
@@ -97,15 +102,23 @@ class Genetic {
     return s;
   }
 
-  // The plan's step time by evaluate(), infinite where it overflows the device: its bytes, or its
+  // The plan's step time by evaluate(); an error where it overflows the device: its bytes, or its
   // pool when the simulated order of allocations and frees takes objects otherwise than the
   // planner's walk did (the second pass moves copies back earlier).
-  double step_time(Scored const& s) const {
+  Expected<double> step_time(Scored const& s) const {
     auto plan = schedule_plan(ctx_, s.chromosome.schedule, s.swaps,
                               memory::pool_of(model_.allocation, s.chromosome.allocation));
     auto e = sim::evaluate({ctx_.graph, ctx_.registry, plan, ctx_.cost, ctx_.batch});
     CLEAVE_ASSERT(e.has_value(), e ? "" : e.error().to_string().c_str());
-    return e->violations.empty() ? e->prediction.step_time_s : infeasible;
+    if (e->violations.empty()) return e->prediction.step_time_s;
+    auto const& v = e->violations.front();
+    return Error(ErrorCode::invalid_argument,
+                 "the simulated step of the swap plan overflows the device's " +
+                     std::string(v.largest.empty() ? "pool (a block of " : "memory (by ") +
+                     format_bytes(Bytes(v.over_bytes)) +
+                     (v.largest.empty() ? " finds no object" : "") +
+                     ") at t = " + std::to_string(v.first_over_s) +
+                     " s: the copies and frees ran in another order than the planner's walk");
   }
 
   // The first chromosome: the graph's order, a class per size, memory shared by the bytes each
