@@ -49,9 +49,10 @@ Where cleave disagrees:
   and cannot lend one class's free objects to another: it swaps two to three times the bytes
   `lru-swap` swaps with byte-exact allocation, and its search (population 32, 20 generations) is
   small beside the paper's (144); a larger one narrows the gap (docs/search_swapadvisor.md). On
-  the RNN stand-in no pool of its first population holds the step (the error is the first
-  chromosome's: a class per size needs more than the device); at the zoo's default vocabulary
-  (10,000) the same stack gets a plan at 83.7% of ideal (lru-swap: 91.3%). The
+  the RNN stand-in no chromosome of the first population fits: the first one's plan, simulated,
+  finds no free object for a block where the planner's walk, which counts by positions in the
+  schedule, had one (copies and frees interleave otherwise in time); at the zoo's default
+  vocabulary (10,000) the same stack gets a plan at 83.7% of ideal (lru-swap: 91.3%). The
   paper's LRU baseline is a framework's on-demand swapping without prefetch; cleave's `lru-swap`
   issues each copy back one op ahead and the simulator overlaps copies with computation on the
   V100's copy engine, so it is a far stronger baseline than the paper's (under 1% of ideal).
