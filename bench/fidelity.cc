@@ -17,8 +17,12 @@
 //    time (pairs in the same order, of all pairs).
 // 4. Overhead: on cpu:devices=1, the single plan's measured step time against the sum of its
 //    tasks' measured durations (target: at most 10% more).
+// 5. Swaps (issue 18): SwapAdvisor's runs-for-real model on one core capped at a third of its
+//    peak, its swapadvisor plan measured and predicted as in 2 (its calibration steps join the
+//    profile).
 //
 //   fidelity [--steps N] [--markdown]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +49,8 @@ std::vector<std::string> const workload = {
     "resnet:depth=18,image=32,batch=8,classes=10",
 };
 std::vector<std::string> const algos = {"data-parallel", "expert", "tofu", "optcnn"};
+std::string const swap_model = "mlp:layers=24,hidden=64,input=64,classes=10,batch=4096";
+std::string const swap_memory = "9MiB";
 
 struct Pair {
   std::string model, algo;
@@ -69,6 +75,31 @@ double relative(double predicted, double measured) {
   return (predicted - measured) / measured;
 }
 
+// Plans the pair on the cluster, then runs the plan 2 x steps times: the odd steps are its
+// calibration, the even ones its measurement.
+void run_pair(Pair& p, cluster::Cluster const& cluster, std::string const& spec,
+              ops::OpRegistry const& registry, runtime::KernelRegistry const& kernels, int steps) {
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{p.graph, registry, cost, spec, p.model, p.batch, 0};
+  auto plan = must(search::make_plan(p.algo, ctx));
+  auto program = must(lower::lower(p.graph, plan, registry));
+  std::vector<runtime::DeviceInfo> devices;
+  for (std::size_t d = 0; d < cluster.devices().size(); ++d)
+    devices.push_back({cluster.devices()[d].name, cluster.devices()[d].memory,
+                       plan.pools.empty() ? memory::Pool{} : plan.pools[d]});
+  p.executor = std::make_unique<runtime::Executor>(
+      must(runtime::Executor::create(p.graph, std::move(program), registry, devices)));
+  runtime::InProcessBackend backend;
+  auto run = must(runtime::measure_steps(*p.executor, kernels, backend, 2 * steps));
+  p.calibration = p.measurement = {run.graph, run.program, {}, {}};
+  for (std::size_t s = 0; s < run.step_seconds.size(); ++s) {
+    auto& half = s % 2 ? p.calibration : p.measurement;
+    half.spans.push_back(std::move(run.spans[s]));
+    half.step_seconds.push_back(run.step_seconds[s]);
+  }
+  p.measured = median(p.measurement.step_seconds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,37 +122,25 @@ int main(int argc, char** argv) {
   auto rates = must(runtime::measure_machine(*kernels, *registry, options));
   std::string spec = runtime::calibrated_cluster_spec(rates, 2);
   auto cluster = must(cluster::load_cluster(spec));
-  std::vector<runtime::DeviceInfo> devices;
-  for (auto const& d : cluster.devices())
-    devices.push_back({d.name, d.memory});
 
   std::vector<Pair> pairs;
   pairs.reserve(workload.size() * algos.size());  // executors refer to their pair's graph
   for (auto const& model : workload) {
     for (auto const& algo : algos) {
       pairs.push_back({model, algo, training(model, *registry), batch_of(model), {}, {}, {}});
-      Pair& p = pairs.back();
-      cost::CostModel cost(cluster);
-      search::SearchContext ctx{p.graph, *registry, cost, spec, model, p.batch, 0};
-      auto plan = must(search::make_plan(algo, ctx));
-      auto program = must(lower::lower(p.graph, plan, *registry));
-      p.executor = std::make_unique<runtime::Executor>(
-          must(runtime::Executor::create(p.graph, std::move(program), *registry, devices)));
-      runtime::InProcessBackend backend;
-      auto run = must(runtime::measure_steps(*p.executor, *kernels, backend, 2 * steps));
-      p.calibration = p.measurement = {run.graph, run.program, {}, {}};
-      for (std::size_t s = 0; s < run.step_seconds.size(); ++s) {
-        auto& half = s % 2 ? p.calibration : p.measurement;
-        half.spans.push_back(std::move(run.spans[s]));
-        half.step_seconds.push_back(run.step_seconds[s]);
-      }
-      p.measured = median(p.measurement.step_seconds);
+      run_pair(pairs.back(), cluster, spec, *registry, *kernels, steps);
     }
   }
+  std::string capped_spec = runtime::calibrated_cluster_spec(rates, 1) + ",memory=" + swap_memory;
+  Pair swapped{
+      swap_model, "swapadvisor", training(swap_model, *registry), batch_of(swap_model), {}, {}, {}};
+  run_pair(swapped, must(cluster::load_cluster(capped_spec)), capped_spec, *registry, *kernels,
+           steps);
   cost::ProfileTable profile;
   std::vector<runtime::MeasuredSteps> all;
   for (auto const& p : pairs)
     all.push_back(p.calibration);
+  all.push_back(swapped.calibration);
   // The copies as the runtime does them, from the calibration runs' transfers.
   runtime::fit_transfers(rates, all);
   std::string refined_spec = runtime::calibrated_cluster_spec(rates, 2);
@@ -131,6 +150,14 @@ int main(int argc, char** argv) {
   if (auto st = roofline.add_calibration("cpu-core", *profile.calibration("cpu-core")); !st)
     die(st.error());
   cost::CostModel exact(refined, {}, profile), calibrated(refined, {}, roofline);
+  auto capped = must(
+      cluster::load_cluster(runtime::calibrated_cluster_spec(rates, 1) + ",memory=" + swap_memory));
+  cost::CostModel capped_exact(capped, {}, profile), capped_calibrated(capped, {}, roofline);
+  auto const& swap_program = swapped.executor->program();
+  swapped.predicted =
+      sim::predict(swapped.graph, swap_program, capped_exact, swapped.batch).step_time_s;
+  swapped.predicted_roofline =
+      sim::predict(swapped.graph, swap_program, capped_calibrated, swapped.batch).step_time_s;
   std::vector<double> errors, roofline_errors;
   for (auto& p : pairs) {
     auto const& program = p.executor->program();
@@ -209,5 +236,21 @@ int main(int argc, char** argv) {
                 "durations (s) | overhead |\n|---|---|---|---|---|\n");
   for (auto const& row : overhead_rows)
     std::printf("%s\n", row.c_str());
+  std::size_t swaps =
+      std::count_if(swap_program.tasks.begin(), swap_program.tasks.end(),
+                    [](lower::Task const& t) { return t.kind == lower::TaskKind::swap_out; });
+  if (markdown)
+    std::printf(
+        "\n| model, one device capped at %s (`swapadvisor`) | tasks | swaps | measured step "
+        "(s) | predicted, profile (s) | error | predicted, calibrated roofline only (s) "
+        "| error |\n|---|---|---|---|---|---|---|---|\n",
+        swap_memory.c_str());
+  std::printf(markdown ? "| `%s` | %zu | %zu | %.4f | %.4f | %+.1f%% | %.4f | %+.1f%% |\n"
+                       : "%s swapadvisor: tasks %zu swaps %zu measured %.4f s predicted "
+                         "%.4f s (%+.1f%%) roofline %.4f s (%+.1f%%)\n",
+              swap_model.c_str(), swap_program.tasks.size(), swaps, swapped.measured,
+              swapped.predicted, 100 * relative(swapped.predicted, swapped.measured),
+              swapped.predicted_roofline,
+              100 * relative(swapped.predicted_roofline, swapped.measured));
   return 0;
 }

@@ -175,6 +175,12 @@ mincut_out=bench/results/mincut_eval.md
 mv "$mincut_out.tmp" "$mincut_out"
 cat "$mincut_out"
 
+# SwapAdvisor on one V100 (issue 18): ideal, lru-swap and swapadvisor on its models.
+swap_out=bench/results/swapadvisor_eval.md
+/usr/bin/python3 bench/swapadvisor_eval.py --cleave build-release/cleave > "$swap_out.tmp"
+mv "$swap_out.tmp" "$swap_out"
+cat "$swap_out"
+
 # The run-time scheduling assistant (issue 17 item 2): `cleave run --rebalance` on cpu:devices=4
 # with a plan made from a mispriced profile (writes bench/results/rebalance.md).
 /usr/bin/python3 bench/rebalance.py --cleave build-release/cleave
@@ -239,6 +245,8 @@ fid=bench/results/fidelity.md
   echo "steps are the calibration (their pieces become the profile; copy bandwidth and latency as"
   echo "\`cleave calibrate --plan\` fits them), the even steps the measurement (median of 5). Two runs"
   echo "back to back show the machine's run-to-run variation. docs/runtime.md discusses the figures."
+  echo "The last table of each run: SwapAdvisor's runs-for-real model (issue 18), its swapadvisor plan"
+  echo "on one core capped at a third of its peak, measured and predicted alike."
   for run in 1 2; do
     echo
     echo "## Run $run"

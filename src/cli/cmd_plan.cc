@@ -46,13 +46,16 @@ void print(std::string const& text) {
 }
 
 // The table with its coverage (text output only: the JSON has measured_tasks and priced_tasks),
-// and for a single row the devices it overflows in detail.
+// and for a single row the devices it overflows in detail and its pools' fragmentation.
 void print_rows(std::string const& model, std::string const& cluster,
                 std::vector<report::PlanRow> const& rows, std::string const& profile_path,
                 bool json) {
   if (json) return print(report::rows_to_json(model, cluster, rows));
   print(report::rows_to_text(model, cluster, rows));
-  if (rows.size() == 1) print(report::violations_to_text(rows.front().evaluation));
+  if (rows.size() == 1) {
+    print(report::violations_to_text(rows.front().evaluation));
+    print(report::pools_to_text(rows.front().evaluation));
+  }
   if (profile_path.empty()) return;
   std::printf("\nprofile %s: compute and reduce tasks priced from measurements\n",
               profile_path.c_str());

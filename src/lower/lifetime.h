@@ -6,7 +6,7 @@
 // until every task that reads it (lists it as a dependency) has ended; with no reader it lives to
 // the end of the step (the loss, updated weights). A swap-out moves no data onto its device: it
 // frees its region there when it ends, in place of the block it copies (whose readers then no
-// longer keep it). A task's output holds output_bytes().
+// longer keep it), a block held before the step included. A task's output holds output_bytes().
 #pragma once
 
 #include <vector>

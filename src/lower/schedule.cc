@@ -39,12 +39,32 @@ std::string describe(ir::Graph const& graph, Task const& t) {
   return block;
 }
 
-// What a swap amounts to in the program: the task that wrote the block and the readers that read
-// the copy swapped in.
+// What a swap amounts to in the program: the task that wrote the block, or the block held before
+// the step (Program::initial), and the readers that read the copy swapped in.
 struct Resolved {
-  TaskId writer = 0;
+  std::optional<TaskId> writer;
+  std::optional<std::size_t> initial;
   std::vector<TaskId> late;
 };
+
+// The device's compute pieces that read a block held before the step: those of the ops reading
+// its tensor (a device holds one block of a source tensor, so they read that one), and any task
+// that sends part of it to another device (which makes it unswappable).
+std::vector<TaskId> initial_readers(Context const& c, InitialBlock const& b) {
+  std::vector<TaskId> out;
+  for (TaskId i = 0; i < c.program.tasks.size(); ++i) {
+    Task const& t = c.program.tasks[i];
+    if (t.kind == TaskKind::transfer && t.source_device == b.device && t.tensor == b.tensor &&
+        tdl::box_volume(tdl::intersect(t.region, b.region)) > 0) {
+      out.push_back(i);
+      continue;
+    }
+    if (t.kind != TaskKind::compute || t.device != b.device) continue;
+    auto const& inputs = c.graph.op(t.op).inputs;
+    if (std::find(inputs.begin(), inputs.end(), b.tensor) != inputs.end()) out.push_back(i);
+  }
+  return out;
+}
 
 Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
   auto fail = [&](std::string const& why) {
@@ -63,18 +83,25 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
     if (t.region == s.region) writer = i;
     held += " " + tdl::box_to_string(t.region);
   }
-  if (!writer)
+  std::optional<std::size_t> initial;
+  for (std::size_t b = 0; b < c.program.initial.size() && !writer; ++b) {
+    auto const& h = c.program.initial[b];
+    if (h.device != s.device || h.tensor != s.tensor) continue;
+    if (h.region == s.region) initial = b;
+    held += " " + tdl::box_to_string(h.region);
+  }
+  if (!writer && !initial)
     return fail("the region is not a block the device computes (the whole output of one of its "
-                "pieces or reduce tasks); its blocks of the tensor:" +
+                "pieces or reduce tasks) or holds before the step; its blocks of the tensor:" +
                 (held.empty() ? std::string(" none") : held));
-  Resolved r{*writer, {}};
+  Resolved r{writer, initial, {}};
   std::size_t out = c.position[s.out_after.op][s.out_after.piece];
   std::size_t in = c.position[s.in_before.op][s.in_before.piece];
-  Task const& w = tasks[*writer];
-  if (w.kind == TaskKind::compute && c.position_of(w) > out)
-    return fail("it is written by " + describe(c.graph, w) +
+  if (writer && tasks[*writer].kind == TaskKind::compute && c.position_of(tasks[*writer]) > out)
+    return fail("it is written by " + describe(c.graph, tasks[*writer]) +
                 ", which the device's order runs after the swap-out's piece");
-  for (TaskId reader : c.readers[*writer]) {
+  auto readers = writer ? c.readers[*writer] : initial_readers(c, c.program.initial[*initial]);
+  for (TaskId reader : readers) {
     Task const& t = tasks[reader];
     if (t.kind != TaskKind::compute || t.device != s.device)
       return fail(describe(c.graph, t) +
@@ -89,18 +116,24 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
   return r;
 }
 
-// The program with each swap's two tasks just after the block's writer (so that every task's
-// dependencies still come before it), its late readers reading the swap-in, and the ordering
-// edges of its points.
+// The program with each swap's two tasks just after the block's writer, or first for a block held
+// before the step (so that every task's dependencies still come before it), its late readers
+// reading the swap-in, and the ordering edges of its points.
 Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
   Program const& p = c.program;
   auto const& swaps = c.plan.swaps;
   std::vector<std::vector<std::size_t>> after_writer(p.tasks.size());
-  for (std::size_t k = 0; k < swaps.size(); ++k)
-    after_writer[resolved[k].writer].push_back(k);
   std::vector<TaskId> id(p.tasks.size());
   std::vector<TaskId> out_id(swaps.size());
   TaskId next = 0;
+  for (std::size_t k = 0; k < swaps.size(); ++k) {
+    if (resolved[k].writer) {
+      after_writer[*resolved[k].writer].push_back(k);
+      continue;
+    }
+    out_id[k] = next;
+    next += 2;
+  }
   for (TaskId i = 0; i < p.tasks.size(); ++i) {
     id[i] = next++;
     for (auto k : after_writer[i]) {
@@ -120,25 +153,30 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
   }
   for (std::size_t k = 0; k < swaps.size(); ++k) {
     auto const& s = swaps[k];
-    Task const& w = p.tasks[resolved[k].writer];
+    auto const& writer = resolved[k].writer;
     Task out;
     out.kind = TaskKind::swap_out;
     out.device = s.device;
-    out.op = w.op;
+    // A block held before the step is named after the op of the piece it is swapped out after.
+    out.op = writer ? p.tasks[*writer].op : ir::OpId(s.out_after.op);
     out.tensor = s.tensor;
     out.region = s.region;
     out.bytes =
         Bytes(tdl::box_volume(s.region) * ir::dtype_bytes(c.graph.tensor(s.tensor).type.dtype));
-    out.deps = {id[resolved[k].writer]};
+    if (writer) out.deps = {id[*writer]};
     Task in = out;
     in.kind = TaskKind::swap_in;
     in.deps = {out_id[k]};
     TaskId in_id = out_id[k] + 1;
     q.tasks[out_id[k]] = std::move(out);
     q.tasks[in_id] = std::move(in);
-    for (TaskId reader : resolved[k].late)
-      std::replace(q.tasks[id[reader]].deps.begin(), q.tasks[id[reader]].deps.end(),
-                   id[resolved[k].writer], in_id);
+    for (TaskId reader : resolved[k].late) {
+      auto& deps = q.tasks[id[reader]].deps;
+      if (writer)
+        std::replace(deps.begin(), deps.end(), id[*writer], in_id);
+      else
+        deps.push_back(in_id);
+    }
     auto const& order = c.plan.order[static_cast<std::size_t>(s.device)];
     PieceRef issue =
         s.in_after ? *s.in_after : order[c.position[s.in_before.op][s.in_before.piece] - 1];
@@ -277,15 +315,17 @@ Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& p
       for (TaskId d : program.tasks[i].deps)
         c.readers[d].push_back(i);
     std::vector<Resolved> resolved;
-    std::vector<bool> swapped(program.tasks.size(), false);
+    // Per task, then per block held before the step.
+    std::vector<bool> swapped(program.tasks.size() + program.initial.size(), false);
     for (auto const& s : plan.swaps) {
       CLEAVE_TRY(Resolved r, resolve(c, s));
-      if (swapped[r.writer])
+      std::size_t block = r.writer ? *r.writer : program.tasks.size() + *r.initial;
+      if (swapped[block])
         return Error(ErrorCode::invalid_argument, "the plan swaps tensor '" +
                                                       graph.tensor(s.tensor).name + "' " +
                                                       tdl::box_to_string(s.region) + " on device " +
                                                       std::to_string(s.device) + " twice");
-      swapped[r.writer] = true;
+      swapped[block] = true;
       resolved.push_back(std::move(r));
     }
     scheduled = with_swaps(c, resolved);

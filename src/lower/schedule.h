@@ -7,15 +7,25 @@
 //   task once everything it waits for has ended, run each device's pieces in exactly that order;
 // - turns each swap into a swap-out task (it reads the block, after the piece it follows; it frees
 //   the block, lifetime.h) and a swap-in task (it reads the swap-out's host copy, after the piece
-//   that issues it), both placed just after the block's writer in the task list; the device's
-//   pieces from `in_before` on read the swapped-in block instead of the original; a swap's
-//   `out_before` piece waits for its swap-out (an ordering edge);
+//   that issues it), both placed just after the block's writer in the task list (first, for a
+//   block held before the step); the device's pieces from `in_before` on read the swapped-in
+//   block instead of the original (they list the swap-in as a dependency); a swap's `out_before`
+//   piece waits for its swap-out (an ordering edge);
 // - checks that the orders agree with the data dependencies, a collective counting as one unit
 //   (its members start together in the simulator): an order that would make a cycle is an error
 //   naming two pieces of it.
 //
 // Swaps are limited to what a device alone decides: the block is the whole output of one of its
-// compute pieces or reduce tasks, and no other device reads it (docs/runtime.md).
+// compute pieces or reduce tasks, or a block it holds before the step, and no other device reads
+// it (docs/runtime.md).
+//
+// A block held before the step (a weight, optimizer state, input) swapped out and back in leaves
+// the device with no copy of it at the step's end: the swapped-in copy is freed after its last
+// reader like any block the step writes. That keeps every step alike, because the next step's
+// blocks are not this step's: they are the update ops' outputs (the next values of weights and
+// optimizer state, held to the end of the step and never swapped, as nothing in the step reads
+// them) and the next batch's inputs, all on the device when the next step starts, where the
+// weights and optimizer state swapped in this step were.
 #pragma once
 
 #include "lower/program.h"

@@ -39,18 +39,47 @@ Pool pool_of(AllocationProblem const& problem, Allocation const& allocation) {
   return pool;
 }
 
-std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
+namespace {
+
+// Per class: the most blocks of one `together` set in that class or larger ones, which need as
+// many objects there (a block takes an object of its class or a larger one).
+std::vector<std::int64_t> needed_from(AllocationProblem const& problem,
                                       std::vector<std::uint32_t> const& size_class) {
-  std::vector<std::int64_t> out(classes_of(size_class), 1);
-  std::vector<std::int64_t> count(out.size(), 0);
+  std::size_t classes = classes_of(size_class);
+  std::vector<std::int64_t> need(classes, 0), count(classes, 0);
   for (auto const& set : problem.together) {
+    std::fill(count.begin(), count.end(), 0);
     for (auto s : set)
       ++count[size_class[s]];
-    for (auto s : set) {
-      out[size_class[s]] = std::max(out[size_class[s]], count[size_class[s]]);
+    std::int64_t above = 0;
+    for (std::size_t c = classes; c-- > 0;) {
+      above += count[c];
+      need[c] = std::max(need[c], above);
     }
-    for (auto s : set)
-      count[size_class[s]] = 0;
+  }
+  return need;
+}
+
+// The objects from class c up.
+std::vector<std::int64_t> from(std::vector<std::int64_t> const& objects) {
+  std::vector<std::int64_t> out(objects.size() + 1, 0);
+  for (std::size_t c = objects.size(); c-- > 0;)
+    out[c] = out[c + 1] + objects[c];
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
+                                      std::vector<std::uint32_t> const& size_class) {
+  auto need = needed_from(problem, size_class);
+  // From the largest class down, each the objects still missing (at least one): the fewest in the
+  // larger, dearer classes.
+  std::vector<std::int64_t> out(need.size(), 1);
+  std::int64_t above = 0;
+  for (std::size_t c = need.size(); c-- > 0;) {
+    out[c] = std::max<std::int64_t>(1, need[c] - above);
+    above += out[c];
   }
   return out;
 }
@@ -72,11 +101,15 @@ Status check_allocation(AllocationProblem const& problem, Allocation const& a) {
   if (a.objects.size() != classes_of(a.size_class))
     return fail("counts objects for " + std::to_string(a.objects.size()) + " classes, not " +
                 std::to_string(classes_of(a.size_class)));
-  auto least = min_objects(problem, a.size_class);
-  for (std::size_t c = 0; c < least.size(); ++c)
-    if (a.objects[c] < least[c])
-      return fail("gives class " + std::to_string(c) + " " + std::to_string(a.objects[c]) +
-                  " objects; one op needs " + std::to_string(least[c]) + " at once");
+  auto need = needed_from(problem, a.size_class);
+  auto have = from(a.objects);
+  for (std::size_t c = 0; c < need.size(); ++c) {
+    if (a.objects[c] < 1) return fail("gives class " + std::to_string(c) + " no objects");
+    if (have[c] < need[c])
+      return fail("gives class " + std::to_string(c) + " and larger ones " +
+                  std::to_string(have[c]) + " objects; one op needs " + std::to_string(need[c]) +
+                  " at once");
+  }
   std::int64_t bytes = bytes_of(a.objects, object_bytes(problem, a.size_class));
   if (bytes > problem.capacity)
     return fail("takes " + format_bytes(Bytes(bytes)) + ", over the capacity of " +
@@ -91,9 +124,14 @@ Expected<Allocation> repair(AllocationProblem const& problem, Allocation a) {
     a.size_class[s] = s == 0 ? 0 : std::clamp(a.size_class[s], prev, prev + 1);
   }
   auto least = min_objects(problem, a.size_class);
+  auto need = needed_from(problem, a.size_class);
   a.objects.resize(least.size(), 0);
-  for (std::size_t c = 0; c < least.size(); ++c)
-    a.objects[c] = std::max(a.objects[c], least[c]);
+  // The fewest objects added, each class from the largest down, to hold every set.
+  std::int64_t above = 0;
+  for (std::size_t c = least.size(); c-- > 0;) {
+    a.objects[c] = std::max({a.objects[c], std::int64_t{1}, need[c] - above});
+    above += a.objects[c];
+  }
   auto object = object_bytes(problem, a.size_class);
   std::int64_t floor = bytes_of(least, object);
   if (floor > problem.capacity)
@@ -102,9 +140,12 @@ Expected<Allocation> repair(AllocationProblem const& problem, Allocation a) {
                      " for the blocks held at once (an op's inputs and output; what the step keeps "
                      "to its end, such as updated weights), over the pool's capacity of " +
                      format_bytes(Bytes(problem.capacity)));
+  if (bytes_of(a.objects, object) <= problem.capacity) return a;
+  // Cut the objects above each minimum in proportion (from at least the minimum, which holds every
+  // set); rounding down keeps it within capacity.
+  for (std::size_t c = 0; c < least.size(); ++c)
+    a.objects[c] = std::max(a.objects[c], least[c]);
   std::int64_t total = bytes_of(a.objects, object);
-  if (total <= problem.capacity) return a;
-  // Cut the objects above each minimum in proportion; rounding down keeps it within capacity.
   double keep = double(problem.capacity - floor) / double(total - floor);
   for (std::size_t c = 0; c < least.size(); ++c)
     a.objects[c] = least[c] + static_cast<std::int64_t>(double(a.objects[c] - least[c]) * keep);

@@ -30,18 +30,21 @@ struct Allocation {
 
 // The pool an allocation describes (object size: the largest size of the class).
 Pool pool_of(AllocationProblem const& problem, Allocation const& allocation);
-// Per class of `size_class`, the fewest objects that hold every `together` set.
+// Per class of `size_class`, the fewest objects (in bytes) that hold every `together` set, a block
+// taking an object of its class or a larger one (PoolAllocator's rule).
 std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
                                       std::vector<std::uint32_t> const& size_class);
 
 // Whether an allocation is one `repair` could return: a class per size, the first 0 and steps of
-// 0 or 1, a count per class of at least its minimum, and a pool within capacity. The error says
+// 0 or 1, at least one object per class and objects enough from each class up for every
+// `together` set, and a pool within capacity. The error says
 // which rule it breaks.
 Status check_allocation(AllocationProblem const& problem, Allocation const& allocation);
 
 // The allocation with its mapping made monotone (a step back or beyond one is cut to the nearest
-// allowed), a count for every class, at least its minimum, and, where the pool is over capacity,
-// each class's objects above its minimum cut in proportion until it fits. An error when even the
+// allowed), a count for every class, the fewest objects added (from the largest class down) to
+// hold every set, and, where the pool is over capacity, each class's objects above its minimum
+// (min_objects) cut in proportion until it fits. An error when even the
 // minima overfill the capacity (the classes cannot hold what one op needs at once).
 Expected<Allocation> repair(AllocationProblem const& problem, Allocation allocation);
 

@@ -2,9 +2,11 @@
 // cell is two matmuls and element-wise ops, layers.h). Every layer's weights are created once and
 // used by every time step, so the graph shows the weight sharing that Tofu coarsens away
 // (PAPERS.md §1: "merge unrolled RNN time steps").
-//  - rnn: Tofu's stacked LSTM (§1: 6/8/10 layers, hidden 4K/6K/8K, 20 steps, batch 512) and
-//    FlexFlow's RNNLM and RNNTC (§2: 2 layers hidden 2048, and 4 layers hidden 1024, 40 steps).
+//  - rnn: Tofu's stacked LSTM (§1: 6/8/10 layers, hidden 4K/6K/8K, 20 steps, batch 512),
+//    FlexFlow's RNNLM and RNNTC (§2: 2 layers hidden 2048, and 4 layers hidden 1024, 40 steps)
+//    and, with directions=2, SwapAdvisor's BRNN (§4: 4 layers, hidden 8K, batch 128).
 //  - nmt: FlexFlow's NMT (§2: 2+2 LSTM layers, hidden 1024, attention).
+#include <array>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,38 @@ void sequence_loss(ops::OpBuilder& b, std::vector<ir::TensorId> const& logits) {
   classification_loss(b, all);
 }
 
+// A bidirectional stack (SwapAdvisor's BRNN): each layer runs one LSTM over the steps forward and
+// another backward, and the next layer (and the output) reads both hidden states of a step,
+// concatenated [batch, 2 * hidden]. Layer by layer, as each direction needs every step's input.
+std::vector<ir::TensorId> bidirectional_stack(ops::OpBuilder& b, std::vector<ir::TensorId> x,
+                                              std::int64_t layers, std::int64_t hidden,
+                                              std::int64_t batch, ir::DType dtype) {
+  auto s = b.scope("lstm");
+  for (std::int64_t l = 0; l < layers; ++l) {
+    std::int64_t in = l == 0 ? hidden : 2 * hidden;
+    std::array<std::vector<ir::TensorId>, 2> h;
+    for (std::size_t d = 0; d < 2; ++d) {
+      std::string name = at("layer", l) + (d == 0 ? ".forward" : ".backward");
+      auto w = lstm_weights(b, in, hidden, name, dtype);
+      LstmState state;
+      {
+        auto zero = b.scope(name);
+        state = {b.input("h0", {batch, hidden}, dtype), b.input("c0", {batch, hidden}, dtype)};
+      }
+      h[d].resize(x.size());
+      for (std::size_t k = 0; k < x.size(); ++k) {
+        std::size_t t = d == 0 ? k : x.size() - 1 - k;
+        state = lstm_cell(b, x[t], state, w, name + "." + at("step", static_cast<std::int64_t>(t)));
+        h[d][t] = state.h;
+      }
+    }
+    for (std::size_t t = 0; t < x.size(); ++t)
+      x[t] = b.op("concat", {h[0][t], h[1][t]}, {{"axis", std::int64_t{1}}},
+                  at("layer", l) + "." + at("both.step", static_cast<std::int64_t>(t)));
+  }
+  return x;
+}
+
 void build_rnn(ops::OpBuilder& b, ModelArgs const& a) {
   std::int64_t layers = a.integer("layers"), hidden = a.integer("hidden");
   std::int64_t steps = a.integer("steps"), batch = a.integer("batch");
@@ -106,6 +140,19 @@ void build_rnn(ops::OpBuilder& b, ModelArgs const& a) {
 
   auto table = b.weight("embedding.weight", {vocab, hidden}, dtype);
   auto inputs = embed_steps(b, table, steps, batch, "embedding");
+  if (a.text("directions") == "2") {
+    auto top = bidirectional_stack(b, inputs, layers, hidden, batch, dtype);
+    if (!lm) {
+      classification_loss(b, linear(b, top.back(), a.integer("classes"), "classifier"));
+      return;
+    }
+    auto decoder = shared_linear(b, 2 * hidden, vocab, "decoder", dtype);
+    std::vector<ir::TensorId> logits;
+    for (std::int64_t t = 0; t < steps; ++t)
+      logits.push_back(apply(b, decoder, top[static_cast<std::size_t>(t)], at("decoder.step", t)));
+    sequence_loss(b, logits);
+    return;
+  }
   auto w = stack_weights(b, layers, hidden, "lstm", dtype);
   auto states = zero_states(b, layers, batch, hidden, "lstm", dtype);
   if (lm) {
@@ -198,7 +245,14 @@ void add_rnns(ModelZoo& zoo) {
        "lm: next-token loss at every step; classify: one label per sequence",
        1,
        {"lm", "classify"}},
-      {"classes", KeyKind::integer, "2", "classes of task=classify (unused by lm)", 2, {}}};
+      {"classes", KeyKind::integer, "2", "classes of task=classify (unused by lm)", 2, {}},
+      {"directions",
+       KeyKind::choice,
+       "1",
+       "1: each layer over the steps forward; 2: bidirectional (SwapAdvisor's BRNN), each layer "
+       "forward and backward, the next reading both outputs concatenated",
+       1,
+       {"1", "2"}}};
   rnn.build = build_rnn;
   auto st = zoo.add(std::move(rnn));
   CLEAVE_ASSERT(st.is_ok(), "duplicate model");

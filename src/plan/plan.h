@@ -62,7 +62,8 @@ struct TensorFetch {
 // has ended and frees the region there; the swap-in runs once piece `in_after` has ended (default:
 // the piece before `in_before` in the device's order, so that the copy overlaps that piece) and
 // `in_before` does not start before it. The region is one block the device holds: the whole output
-// of one of its pieces or of a reduce task combining partial results there (lower/schedule.h).
+// of one of its pieces or of a reduce task combining partial results there, or a block it holds
+// before the step (a weight, optimizer state or input; lower/schedule.h).
 // The device's pieces up to `out_after` read the block, those from `in_before` on read the copy
 // swapped in; none between them may read it, and no other device may. `out_before`, if given, is a
 // piece after `out_after` that does not start before the swap-out has ended: the piece that needs
@@ -110,10 +111,10 @@ struct Plan {
   // simulator and the runtime (first ready first, ties by lower::canonical_less).
   std::vector<std::vector<PieceRef>> order;
   std::vector<Swap> swaps;  // need `order`
-  // Per device, the memory pool that the blocks the step writes there take objects of
-  // (SwapAdvisor's allocation, memory/pool.h), beside the blocks held before the step, which are
-  // counted in bytes; the runtime's arena and evaluate() both hold the step's blocks in it. Empty:
-  // no pools; a pool without classes: none on that device.
+  // Per device, the memory pool that every block held there takes an object of (SwapAdvisor's
+  // allocation, memory/pool.h), those held before the step included; the runtime's arena and
+  // evaluate() both hold the blocks in it. Empty: no pools; a pool without classes: none on that
+  // device.
   std::vector<memory::Pool> pools;
   FetchPolicy fetch = FetchPolicy::shared;
   std::vector<TensorFetch> tensor_fetch;  // overrides `fetch` per tensor; one entry per tensor

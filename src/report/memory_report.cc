@@ -75,6 +75,20 @@ std::string violations_to_text(sim::Evaluation const& evaluation) {
   return out;
 }
 
+std::string pools_to_text(sim::Evaluation const& evaluation) {
+  std::string out;
+  for (auto const& d : evaluation.devices) {
+    if (!d.pool) continue;
+    auto const& f = *d.pool;
+    out += fmt::format("\npool on {}: {}; at its fullest {} of objects held {} of blocks, {:.1f}% "
+                       "internal fragmentation\n",
+                       d.name, format_bytes(Bytes(f.pool_bytes)),
+                       format_bytes(Bytes(f.peak_object_bytes)),
+                       format_bytes(Bytes(f.peak_block_bytes)), 100 * f.wasted());
+  }
+  return out;
+}
+
 nlohmann::json devices_to_json(sim::Evaluation const& evaluation) {
   auto out = nlohmann::json::array();
   for (auto const& d : evaluation.devices) {

@@ -15,6 +15,10 @@ std::string over_capacity_summary(std::string const& label, sim::Evaluation cons
 // Per device over capacity: its peak against its capacity, the shortfall, when it first overflows
 // and when it peaks, what is live at the peak by role and its largest blocks; empty if it fits.
 std::string violations_to_text(sim::Evaluation const& evaluation);
+// Per device with a pool (the plan's, SwapAdvisor's): its classes and bytes, and at its fullest
+// the objects taken against the bytes their blocks asked for, the rest internal fragmentation;
+// empty where no device has one.
+std::string pools_to_text(sim::Evaluation const& evaluation);
 
 // Per device: name, time breakdown, peak_memory_bytes, memory_capacity_bytes, peak_s,
 // at_peak (bytes per role), largest_at_peak (tensor, region, bytes, role).

@@ -12,7 +12,7 @@ Arena::Arena(std::string device_name, Bytes capacity, memory::Pool pool)
   if (!pool.classes.empty()) pool_.emplace(std::move(pool));
 }
 
-Expected<Charge> Arena::allocate(Bytes size, std::string const& what, bool written) {
+Expected<Charge> Arena::allocate(Bytes size, std::string const& what) {
   std::lock_guard lock(mutex_);
   std::int64_t after = in_use_ + size.value();
   if (after > capacity_.value()) {
@@ -25,7 +25,7 @@ Expected<Charge> Arena::allocate(Bytes size, std::string const& what, bool writt
                      " bytes) short; give the device more memory or plan again for it");
   }
   Charge charge{size, std::nullopt};
-  if (written && pool_) {
+  if (pool_) {
     charge.slot = pool_->allocate(size.value());
     if (!charge.slot)
       return Error(ErrorCode::out_of_memory,

@@ -2,8 +2,8 @@
 // it refuses what would pass the device's capacity, so a plan that claims to fit must fit when it
 // runs. A block is charged its size in its tensor's dtype (what the plan and the simulator count),
 // although CPU workers store every element as fp32. With a pool (the plan's, memory/pool.h), each
-// block the step writes also takes an object of the pool, so that a plan whose blocks fit its pool
-// in simulation fits it here.
+// block (those held before the step included) also takes an object of the pool, so that a plan
+// whose blocks fit its pool in simulation fits it here.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +28,10 @@ class Arena {
   // A pool without classes: none.
   Arena(std::string device_name, Bytes capacity, memory::Pool pool = {});
 
-  // Charges `size` for a block of `what` ("tensor fc.w[0,4)x[0,8)"), and a block the step writes
-  // (`written`) an object of the pool, if there is one; an out_of_memory error that names the
-  // device, the block and the shortfall (or the full pool) when it does not fit. Thread-safe.
-  Expected<Charge> allocate(Bytes size, std::string const& what, bool written = false);
+  // Charges `size` for a block of `what` ("tensor fc.w[0,4)x[0,8)") and an object of the pool, if
+  // there is one; an out_of_memory error that names the device, the block and the shortfall (or
+  // the full pool) when it does not fit. Thread-safe.
+  Expected<Charge> allocate(Bytes size, std::string const& what);
   void release(Charge const& charge);
 
   Bytes peak() const;

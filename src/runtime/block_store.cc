@@ -99,8 +99,7 @@ Status BlockStore::add(ir::TensorId tensor, tdl::Box region, std::vector<float> 
   CLEAVE_ASSERT(static_cast<std::int64_t>(block.data.size()) == tdl::box_volume(block.region),
                 "a block's data does not match its region");
   CLEAVE_TRY(block.charged, arena_.allocate(block_bytes(graph_, block.tensor, block.region),
-                                            block_name(graph_, block.tensor, block.region),
-                                            /*written=*/task != no_task));
+                                            block_name(graph_, block.tensor, block.region)));
   std::lock_guard lock(mutex_);
   blocks_.push_back(std::make_shared<Block>(std::move(block)));
   return Status::ok();

@@ -34,7 +34,7 @@ namespace cleave::runtime {
 struct DeviceInfo {
   std::string name;
   Bytes capacity;
-  memory::Pool pool = {};  // the plan's pool for the blocks the step writes (plan.h); none: empty
+  memory::Pool pool = {};  // the plan's pool for every block the device holds (plan.h); none: empty
 };
 
 class CommBackend;

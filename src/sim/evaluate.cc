@@ -26,29 +26,30 @@ std::vector<Violation> violations_of(std::vector<DeviceEvaluation> const& device
   return out;
 }
 
-// Devices whose plan's pool (plan.h) has no free object for a block the step writes there, at
-// the first such block: a violation of that block's size (on devices not already over capacity).
-void add_pool_violations(plan::Plan const& plan, MemoryUse const& use,
-                         std::vector<Violation>& out) {
+// Replays each device's blocks through the plan's pool (plan.h), if it has one: its
+// fragmentation, and a violation of the size of the first block that finds no free object (on
+// devices not already over capacity).
+void replay_pools(plan::Plan const& plan, MemoryUse const& use, Evaluation& e) {
+  auto& out = e.violations;
   for (std::size_t d = 0; d < plan.pools.size(); ++d) {
-    if (plan.pools[d].classes.empty() ||
-        std::any_of(out.begin(), out.end(),
-                    [&](Violation const& v) { return v.device == static_cast<int>(d); }))
-      continue;
+    if (plan.pools[d].classes.empty()) continue;
+    bool over = std::any_of(out.begin(), out.end(),
+                            [&](Violation const& v) { return v.device == static_cast<int>(d); });
     memory::PoolAllocator pool(plan.pools[d]);
     std::vector<std::optional<memory::Slot>> slots(use.blocks.size());
-    for (auto const& e : use.events[d]) {
-      if (use.blocks[e.block].task == held_before_step) continue;
-      if (e.bytes < 0) {
-        if (slots[e.block]) pool.release(*slots[e.block]);
-        slots[e.block].reset();
+    for (auto const& event : use.events[d]) {
+      auto& slot = slots[event.block];
+      if (event.bytes < 0) {
+        if (slot) pool.release(*slot);
+        slot.reset();
         continue;
       }
-      slots[e.block] = pool.allocate(e.bytes);
-      if (slots[e.block]) continue;
-      out.push_back({static_cast<int>(d), e.bytes, e.time_s, e.time_s, {}});
+      slot = pool.allocate(event.bytes);
+      if (slot) continue;
+      if (!over) out.push_back({static_cast<int>(d), event.bytes, event.time_s, event.time_s, {}});
       break;
     }
+    e.devices[d].pool = pool.fragmentation();
   }
   std::sort(out.begin(), out.end(),
             [](Violation const& a, Violation const& b) { return a.device < b.device; });
@@ -76,9 +77,9 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
   auto memory = device_memory(ctx.graph, use, cluster, ctx.largest_blocks);
   auto times = device_times(e.program, index, e.prediction.sim);
   for (std::size_t d = 0; d < cluster.num_devices(); ++d)
-    e.devices.push_back({cluster.devices()[d].name, times[d], std::move(memory[d])});
+    e.devices.push_back({cluster.devices()[d].name, times[d], std::move(memory[d]), std::nullopt});
   e.violations = violations_of(e.devices);
-  add_pool_violations(ctx.plan, use, e.violations);
+  replay_pools(ctx.plan, use, e);
   return e;
 }
 

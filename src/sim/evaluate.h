@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "plan/plan.h"
@@ -25,8 +26,8 @@ struct EvaluationContext {
   lower::CollectiveForm collectives = lower::CollectiveForm::per_device;
 };
 
-// A device whose memory the step overflows: its peak passes its capacity, or a block the step
-// writes finds no free object in the device's pool (plan.h; then `over_bytes` is that block's size
+// A device whose memory the step overflows: its peak passes its capacity, or a block it holds
+// finds no free object in the device's pool (plan.h; then `over_bytes` is that block's size
 // and both times when it was to be allocated).
 struct Violation {
   int device = 0;
@@ -40,6 +41,9 @@ struct DeviceEvaluation {
   std::string name;
   DeviceTime time;
   DeviceMemory memory;
+  // How well the shape of the device's pool (the plan's) fit the step's blocks, up to the first
+  // block that found no object if one did; none where the device has no pool.
+  std::optional<memory::Fragmentation> pool;
 };
 
 struct Evaluation {

@@ -100,6 +100,66 @@ TEST(Schedule, OutBeforeWaitsForTheSwapOut) {
   expect_computes_the_graph(m.graph, *program, *m.registry, /*seed=*/7);
 }
 
+// The graph's order with each weight swapped out after its forward reader and back before its
+// first backward reader (the backward and optimizer ops read the copy).
+plan::Plan with_swapped_weights(ir::Graph const& g, plan::Plan const& single) {
+  plan::Plan p = with_swapped_activations(g, single, /*gap=*/1000);
+  std::vector<std::size_t> position(g.num_ops());
+  for (std::size_t k = 0; k < p.order[0].size(); ++k)
+    position[p.order[0][k].op] = k;
+  for (auto const& t : g.tensors()) {
+    if (t.role != ir::TensorRole::weight || g.producer(t.id).valid()) continue;
+    std::optional<ir::OpId> forward, backward;
+    auto at = [&](ir::OpId op) { return position[op.value()]; };
+    for (ir::OpId c : g.consumers(t.id)) {
+      if (!g.op(c).forward.valid() && (!forward || at(c) > at(*forward))) forward = c;
+      if (g.op(c).forward.valid() && (!backward || at(c) < at(*backward))) backward = c;
+    }
+    if (forward && backward && position[backward->value()] > position[forward->value()] + 1)
+      p.swaps.push_back({t.id,
+                         tdl::whole_box(t.type.shape),
+                         0,
+                         {forward->value(), 0},
+                         {backward->value(), 0},
+                         std::nullopt,
+                         std::nullopt});
+  }
+  return p;
+}
+
+// A block held before the step is swapped like one the step writes: its swap-out depends on no
+// task (it follows its piece by an ordering edge) and frees the block; the device's later readers
+// list the swap-in, whose copy they read; the program still computes the graph.
+TEST(Schedule, BlocksHeldBeforeTheStepAreSwapped) {
+  Mlp m;
+  plan::Plan p = with_swapped_weights(m.graph, m.single);
+  ASSERT_FALSE(p.swaps.empty());
+  auto program = lower(m.graph, p, *m.registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  auto lifetimes = output_lifetimes(*program);
+  std::size_t outs = 0;
+  for (TaskId i = 0; i < program->tasks.size(); ++i) {
+    Task const& t = program->tasks[i];
+    if (t.kind != TaskKind::swap_out) continue;
+    ++outs;
+    EXPECT_TRUE(t.deps.empty());
+    EXPECT_LT(i, 2 * p.swaps.size());  // first in the task list
+    EXPECT_EQ(program->tasks[i + 1].kind, TaskKind::swap_in);
+    ASSERT_FALSE(lifetimes[i + 1].readers.empty());
+    for (TaskId r : lifetimes[i + 1].readers)
+      EXPECT_TRUE(m.graph.op(program->tasks[r].op).forward.valid());
+  }
+  EXPECT_EQ(outs, p.swaps.size());
+  expect_computes_the_graph(m.graph, *program, *m.registry, /*seed=*/7);
+  // Out after the first op: the last weight's forward reader reads it between out and in.
+  p.swaps.back().out_after = p.order[0].front();
+  auto bad = lower(m.graph, p, *m.registry);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("reads it between the swap-out and the swap-in"),
+            std::string::npos)
+      << bad.error().message();
+}
+
 // Each check: a plan made bad one way, and what its error must say.
 TEST(Schedule, BadSchedulesAreClearErrors) {
   Mlp m;

@@ -37,11 +37,13 @@ TEST(Pool, ClassesAreLaidOutInOrderAndBlocksTakeTheSmallestFreeClassThatHoldsThe
   EXPECT_EQ(pool_to_string(pool), "2x100 B, 1x1 KB");
 }
 
-TEST(Allocation, MinimaCoverWhatOneOpHoldsAtOnce) {
+TEST(Allocation, MinimaCoverWhatOneOpHoldsAtOnceFromEachClassUp) {
   AllocationProblem p{{10, 20, 30}, {{0, 0, 1}, {2, 1, 1, 1}}, 1000};
   // One class for all: the second set holds 4 blocks at once.
   EXPECT_EQ(min_objects(p, {0, 0, 0}), (std::vector<std::int64_t>{4}));
-  EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{2, 3, 1}));
+  // A class per size: the second set's three 20s and one 30 take 4 objects from class 1 up, the
+  // first set's two 10s and a 20 take 3 from class 0 up; the larger classes get the fewest.
+  EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{1, 3, 1}));
   EXPECT_EQ(pool_of(p, {{0, 0, 1}, {2, 3}}), (Pool{{{20, 2}, {30, 3}}}));
 }
 

@@ -33,6 +33,11 @@ I rnn_lm(I layers, I h, I v) {
 I rnn_classify(I layers, I h, I v, I classes) {
   return v * h + layers * lstm_layer(h) + h * classes + classes;
 }
+// Bidirectional: two LSTMs per layer, those above the first reading 2H wide; output from 2H.
+I brnn_lm(I layers, I h, I v) {
+  I first = 2 * lstm_layer(h), above = 2 * (4 * h * 2 * h + 4 * h * h + 4 * h);
+  return v * h + first + (layers - 1) * above + (v * 2 * h + v);
+}
 // NMT: two embeddings, encoder and decoder stacks, attention combine [H, 2H] + [H], output layer.
 I nmt(I layers, I h, I v) {
   return 2 * v * h + 2 * layers * lstm_layer(h) + (2 * h * h + h) + (h * v + v);
@@ -113,16 +118,32 @@ TEST_F(SequenceModels, RnnAndNmtParameterCountsMatchTheClosedForm) {
   EXPECT_EQ(params("nmt:layers=1,hidden=8,steps=3,vocab=20,batch=2"), nmt(1, 8, 20));
   // Tofu's RNN-10 at hidden 8K (20 steps, batch 512): the layers dominate.
   EXPECT_EQ(params("rnn:layers=10,hidden=8192,steps=20,batch=512,vocab=2"), rnn_lm(10, 8192, 2));
+  EXPECT_EQ(params("rnn:layers=3,hidden=16,steps=4,vocab=30,batch=2,directions=2"),
+            brnn_lm(3, 16, 30));
+}
+
+// The bidirectional stack: each layer's two LSTMs share their weights over the steps, and the
+// backward one starts from the last step (its first cell reads the last step's input).
+TEST_F(SequenceModels, BidirectionalRnnRunsEachLayerBothWays) {
+  auto g = build("rnn:layers=2,hidden=8,steps=5,vocab=11,batch=2,directions=2");
+  for (char const* w : {"lstm.layer0.forward.weight_ih", "lstm.layer0.backward.weight_ih",
+                        "lstm.layer1.backward.weight_hh", "decoder.weight"})
+    EXPECT_EQ(consumers(g, w), 5) << w;
+  EXPECT_EQ(count_ops(g, "linear"), 2 * 2 * 2 * 5 + 5);
+  EXPECT_EQ(count_ops(g, "concat"), 2 * 5 + 1);  // both directions per step, then the logits
 }
 
 TEST_F(SequenceModels, TinyInstancesEndInAScalarLoss) {
-  for (char const* spec : {"rnn:layers=2,hidden=8,steps=3,vocab=11,batch=2",
-                           "rnn:task=classify,layers=2,hidden=8,steps=3,vocab=11,batch=2",
-                           "rnn:layers=1,hidden=4,steps=1,vocab=2,batch=1",
-                           "nmt:layers=2,hidden=8,steps=3,vocab=11,batch=2",
-                           "nmt:layers=1,hidden=4,steps=1,vocab=2,batch=1",
-                           "gpt:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2",
-                           "bert:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2,dtype=bf16"}) {
+  for (char const* spec :
+       {"rnn:layers=2,hidden=8,steps=3,vocab=11,batch=2",
+        "rnn:task=classify,layers=2,hidden=8,steps=3,vocab=11,batch=2",
+        "rnn:layers=1,hidden=4,steps=1,vocab=2,batch=1",
+        "rnn:layers=2,hidden=8,steps=3,vocab=11,batch=2,directions=2",
+        "rnn:task=classify,layers=2,hidden=4,steps=2,vocab=5,batch=2,directions=2",
+        "nmt:layers=2,hidden=8,steps=3,vocab=11,batch=2",
+        "nmt:layers=1,hidden=4,steps=1,vocab=2,batch=1",
+        "gpt:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2",
+        "bert:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2,dtype=bf16"}) {
     auto g = build(spec);
     auto loss = g.find_tensor("loss");
     ASSERT_TRUE(loss.has_value()) << spec;

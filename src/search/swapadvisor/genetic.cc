@@ -6,6 +6,7 @@
 
 #include "sim/evaluate.h"
 #include "support/assert.h"
+#include "support/format_bytes.h"
 
 namespace cleave::search::swapadvisor {
 namespace {
@@ -22,13 +23,14 @@ class Genetic {
     succs_.resize(n);
     for (std::size_t op = 0; op < n; ++op)
       for (auto d : model.reads[model.task_of_op[op]]) {
+        if (d >= n) continue;  // held before the step
         auto from = model.program.tasks[d].op.value();
         preds_[op].push_back(from);
         succs_[from].push_back(static_cast<std::uint32_t>(op));
       }
     demand_.assign(model.allocation.sizes.size(), 0);
-    for (std::size_t t = 0; t < n; ++t)
-      demand_[model.size_index[t]] += model.bytes[t];
+    for (std::size_t b = 0; b < model.bytes.size(); ++b)
+      demand_[model.size_index[b]] += model.bytes[b];
   }
 
   Expected<GeneticResult> run() {
@@ -39,7 +41,9 @@ class Genetic {
     for (std::int64_t i = 1; i < opt_.population && !fits; ++i)
       population.push_back(evaluate(initial(i)));
     rank(population);
-    if (population[0].step_s == infeasible) return *first_error_;
+    if (population[0].step_s == infeasible)
+      return first_error_->with_context("in the first of " + std::to_string(population.size()) +
+                                        " chromosomes, none of which fits");
     result_.first_population_best_s = population[0].step_s;
     auto unlimited = !ctx_.budget.time && !ctx_.budget.iterations;
     while (!fits && !clock_.exhausted() && (!unlimited || result_.generations < opt_.generations)) {
@@ -78,7 +82,11 @@ class Genetic {
       auto swaps = plan_swaps(request);
       if (swaps) {
         s.swaps = std::move(*swaps);
-        s.step_s = step_time(s);
+        auto t = step_time(s);
+        if (t)
+          s.step_s = *t;
+        else if (!first_error_)
+          first_error_ = t.error();
       } else if (!first_error_) {
         first_error_ = swaps.error();
       }
@@ -94,15 +102,23 @@ class Genetic {
     return s;
   }
 
-  // The plan's step time by evaluate(), infinite where it overflows the device: its bytes, or its
+  // The plan's step time by evaluate(); an error where it overflows the device: its bytes, or its
   // pool when the simulated order of allocations and frees takes objects otherwise than the
   // planner's walk did (the second pass moves copies back earlier).
-  double step_time(Scored const& s) const {
+  Expected<double> step_time(Scored const& s) const {
     auto plan = schedule_plan(ctx_, s.chromosome.schedule, s.swaps,
                               memory::pool_of(model_.allocation, s.chromosome.allocation));
     auto e = sim::evaluate({ctx_.graph, ctx_.registry, plan, ctx_.cost, ctx_.batch});
     CLEAVE_ASSERT(e.has_value(), e ? "" : e.error().to_string().c_str());
-    return e->violations.empty() ? e->prediction.step_time_s : infeasible;
+    if (e->violations.empty()) return e->prediction.step_time_s;
+    auto const& v = e->violations.front();
+    return Error(ErrorCode::invalid_argument,
+                 "the simulated step of the swap plan overflows the device's " +
+                     std::string(v.largest.empty() ? "pool (a block of " : "memory (by ") +
+                     format_bytes(Bytes(v.over_bytes)) +
+                     (v.largest.empty() ? " finds no object" : "") +
+                     ") at t = " + std::to_string(v.first_over_s) +
+                     " s: the copies and frees ran in another order than the planner's walk");
   }
 
   // The first chromosome: the graph's order, a class per size, memory shared by the bytes each
@@ -113,9 +129,20 @@ class Genetic {
     std::size_t sizes = model_.allocation.sizes.size();
     memory::Allocation a;
     a.size_class.resize(sizes);
+    // Even chromosomes draw a class break after each size with even odds; odd ones put sizes
+    // within a random ratio (2 to 16) of their class's smallest together, so that some start with
+    // few classes: a class per size keeps blocks of different sizes from sharing memory, so the
+    // pool must hold each size's most blocks at once, far more than the step's peak where the
+    // weights alone come in dozens of sizes.
     std::bernoulli_distribution step(0.5);
-    for (std::size_t s = 1; s < sizes; ++s)
-      a.size_class[s] = a.size_class[s - 1] + (i == 0 || step(rng_) ? 1 : 0);
+    double ratio = std::exp2(std::uniform_real_distribution<double>(1, 4)(rng_));
+    auto const& size = model_.allocation.sizes;
+    for (std::size_t s = 1, first = 0; s < sizes; ++s) {
+      bool fresh =
+          i == 0 || (i % 2 == 0 ? step(rng_) : double(size[s]) > ratio * double(size[first]));
+      a.size_class[s] = a.size_class[s - 1] + (fresh ? 1 : 0);
+      if (fresh) first = s;
+    }
     std::vector<double> share(sizes == 0 ? 0 : a.size_class.back() + 1, 0);
     std::uniform_real_distribution<double> weight(0.1, 1.0);
     for (std::size_t s = 0; s < sizes; ++s)

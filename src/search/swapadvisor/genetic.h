@@ -50,8 +50,8 @@ struct GeneticResult {
 plan::Plan schedule_plan(SearchContext const& ctx, std::vector<ir::OpId> const& schedule,
                          std::vector<plan::Swap> swaps, memory::Pool pool = {});
 
-// The search; an error when no chromosome of the first population fits (it repeats the swap
-// planner's error for the first).
+// The search; an error when no chromosome of the first population fits (the swap planner's or
+// the repair's error for the first, in a context that says none fits).
 Expected<GeneticResult> run_genetic(SearchContext const& ctx, StepModel const& model,
                                     GeneticOptions const& options);
 

@@ -22,51 +22,58 @@ class Walk {
   explicit Walk(SwapRequest const& r) : r_(r), model_(r.model) {
     std::size_t n = r.schedule.size();
     CLEAVE_ASSERT(n == model_.task_of_op.size(), "a schedule that is not every op once");
+    std::size_t blocks = model_.bytes.size();
     order_.resize(n);
     pos_.resize(n);
     for (std::size_t k = 0; k < n; ++k) {
       order_[k] = model_.task_of_op[r.schedule[k].value()];
       pos_[order_[k]] = static_cast<int>(k);
     }
-    uses_.resize(n);
+    uses_.resize(blocks);
     for (TaskId t = 0; t < n; ++t)
-      for (TaskId d : model_.reads[t])
+      for (auto d : model_.reads[t])
         uses_[d].push_back(pos_[t]);
     for (auto& u : uses_)
       std::sort(u.begin(), u.end());
-    home_.assign(n, 0);
+    home_.assign(blocks, 0);
     if (r.allocation) {
       for (auto objects : r.allocation->objects)
         limit_.push_back(objects);
-      for (TaskId t = 0; t < n; ++t)
-        home_[t] = r.allocation->size_class[model_.size_index[t]];
+      for (std::size_t b = 0; b < blocks; ++b)
+        home_[b] = r.allocation->size_class[model_.size_index[b]];
     } else {
       limit_ = {r.room_bytes};
     }
     resource_ = home_;
     used_.assign(limit_.size(), 0);
-    held_.resize(n);
-    last_access_.assign(n, -1);
-    swapped_.assign(n, false);
-    resident_.assign(n, false);
+    held_.resize(blocks);
+    last_access_.assign(blocks, -1);
+    swapped_.assign(blocks, false);
+    resident_.assign(blocks, false);
   }
 
   Expected<std::vector<plan::Swap>> run() {
     int n = static_cast<int>(order_.size());
+    // The blocks held before the step are there when it starts.
+    for (auto b = static_cast<std::uint32_t>(n); b < model_.bytes.size(); ++b) {
+      auto c = room_for(b);
+      if (!c) return no_room(b, 0);
+      hold(b, 0, *c);
+    }
     for (int k = 0; k < n; ++k) {
       release_dead(k);
       TaskId t = order_[static_cast<std::size_t>(k)];
       CLEAVE_CHECK_OK(allocate(t, k));
       // Accessed at k before the copies back issued after k look for blocks to evict.
-      for (TaskId d : model_.reads[t])
+      for (auto d : model_.reads[t])
         last_access_[d] = k;
       last_access_[t] = k;
       if (k + 1 < n)
-        for (TaskId d : model_.reads[order_[static_cast<std::size_t>(k) + 1]])
+        for (auto d : model_.reads[order_[static_cast<std::size_t>(k) + 1]])
           if (!resident_[d]) CLEAVE_CHECK_OK(copy_in(d, k));
     }
-    for (TaskId t = 0; t < order_.size(); ++t)
-      if (resident_[t]) held_[t].back().to = n - 1;
+    for (std::uint32_t b = 0; b < held_.size(); ++b)
+      if (resident_[b]) held_[b].back().to = n - 1;
     if (r_.early_copy_in) copy_in_early();
     std::vector<plan::Swap> out;
     for (auto const& s : swaps_)
@@ -76,7 +83,7 @@ class Walk {
 
  private:
   struct PendingSwap {
-    TaskId task;
+    std::uint32_t block;
     int out_after, out_before, in_after, in_before;
   };
 
@@ -85,95 +92,141 @@ class Walk {
     std::uint32_t resource = 0;
   };
 
-  std::int64_t units(TaskId t) const { return r_.allocation ? 1 : model_.bytes[t]; }
-  std::uint32_t resource(TaskId t) const { return resource_[t]; }
+  std::int64_t units(std::uint32_t b) const { return r_.allocation ? 1 : model_.bytes[b]; }
+  std::uint32_t resource(std::uint32_t b) const { return resource_[b]; }
+  bool held_before_step(std::uint32_t b) const { return b >= order_.size(); }
   // Where t may go: its size's class or a larger one with a free object (the pool's rule,
   // memory::PoolAllocator), or the one budget of bytes.
-  std::optional<std::uint32_t> room_for(TaskId t) const {
-    for (std::uint32_t c = home_[t]; c < limit_.size(); ++c)
-      if (used_[c] + units(t) <= limit_[c]) return c;
+  std::optional<std::uint32_t> room_for(std::uint32_t b) const {
+    for (std::uint32_t c = home_[b]; c < limit_.size(); ++c)
+      if (used_[c] + units(b) <= limit_[c]) return c;
     return std::nullopt;
   }
 
-  // Blocks whose last reader ran at k - 1 leave (a block no one reads lives to the end).
+  // Blocks whose last reader ran at k - 1 leave (a block no one reads lives to the end; one held
+  // before the step stays unless it is a copy swapped back).
   void release_dead(int k) {
     if (k == 0) return;
-    for (TaskId d : model_.reads[order_[static_cast<std::size_t>(k) - 1]])
-      if (resident_[d] && uses_[d].back() == k - 1) free(d, k - 1);
+    for (auto d : model_.reads[order_[static_cast<std::size_t>(k) - 1]])
+      if (resident_[d] && uses_[d].back() == k - 1 && (!held_before_step(d) || swapped_[d]))
+        free(d, k - 1);
   }
 
-  void hold(TaskId t, int from, std::uint32_t resource) {
-    resident_[t] = true;
-    resource_[t] = resource;
-    used_[resource] += units(t);
-    held_[t].push_back({from, -1, resource});
+  void hold(std::uint32_t b, int from, std::uint32_t resource) {
+    resident_[b] = true;
+    resource_[b] = resource;
+    used_[resource] += units(b);
+    held_[b].push_back({from, -1, resource});
   }
-  void free(TaskId t, int last) {
-    resident_[t] = false;
-    used_[resource(t)] -= units(t);
-    held_[t].back().to = last;
+  void free(std::uint32_t b, int last) {
+    resident_[b] = false;
+    used_[resource(b)] -= units(b);
+    held_[b].back().to = last;
   }
 
-  // The first use of t after position k, if any.
-  std::optional<int> next_use(TaskId t, int k) const {
-    auto it = std::upper_bound(uses_[t].begin(), uses_[t].end(), k);
-    if (it == uses_[t].end()) return std::nullopt;
+  // The first use of b after position k, if any.
+  std::optional<int> next_use(std::uint32_t b, int k) const {
+    auto it = std::upper_bound(uses_[b].begin(), uses_[b].end(), k);
+    if (it == uses_[b].end()) return std::nullopt;
     return *it;
   }
 
-  // Whether t is read at k or k + 1: it must stay.
-  bool pinned(TaskId t, int k) const {
-    auto next = next_use(t, k - 1);
+  // Whether b is read at k or k + 1: it must stay.
+  bool pinned(std::uint32_t b, int k) const {
+    auto next = next_use(b, k - 1);
     return next && *next <= k + 1;
   }
 
-  // Room for t, evicting blocks (of its class or larger ones) as needed; t is held from k on.
-  Status allocate(TaskId t, int k) {
+  // The position the swap-out of b follows: its last use, or the first op for a block held
+  // before the step and not read yet.
+  int out_after(std::uint32_t b) const { return std::max(last_access_[b], 0); }
+
+  // Room for block t, evicting blocks (of its class or larger ones) as needed; t is held from k
+  // on.
+  Status allocate(std::uint32_t t, int k) {
     for (auto c = room_for(t); !c; c = room_for(t)) {
-      std::optional<TaskId> victim;
+      std::optional<std::uint32_t> victim;
       int best = 0;
-      for (TaskId b = 0; b < order_.size(); ++b) {
+      for (std::uint32_t b = 0; b < model_.bytes.size(); ++b) {
         if (!resident_[b] || swapped_[b] || resource(b) < home_[t] || b == t || pinned(b, k))
           continue;
-        if (last_access_[b] > k - r_.idle_threshold) continue;
+        // A block held before the step and not read yet has been idle since it began.
+        bool idle = last_access_[b] < 0 ? k >= 1 : last_access_[b] <= k - r_.idle_threshold;
+        if (!idle) continue;
         auto next = next_use(b, k);
-        if (!next) continue;  // lives to the end of the step: nothing reads it again
+        if (!next) continue;  // stays to the end of the step: nothing reads it again
         int score = r_.eviction == Eviction::belady ? *next : -last_access_[b];
         if (!victim || score > best) {
           victim = b;
           best = score;
         }
       }
-      if (!victim) return no_room(t, k);
+      if (!victim) {
+        if (drop_dead(home_[t], k)) continue;
+        return no_room(t, k);
+      }
       swapped_[*victim] = true;
       free(*victim, k - 1);
-      swaps_.push_back({*victim, last_access_[*victim], k, -1, *next_use(*victim, k)});
+      swaps_.push_back({*victim, out_after(*victim), k, -1, *next_use(*victim, k)});
     }
     hold(t, k, *room_for(t));
     return Status::ok();
   }
 
+  // A block held before the step stays to its end, even once nothing reads it again (lifetime.h),
+  // unless it is swapped: its copy swapped back is freed after its last reader. When no block
+  // can be evicted, one such block (of a class that holds a block of class `home`) is swapped
+  // after the fact: out after its use before the last one (or the first op) and back before the
+  // last, its hold in between taken back. That frees room only at positions already walked, so
+  // every decision made there still holds; the second pass may issue copies back into it.
+  bool drop_dead(std::uint32_t home, int k) {
+    for (auto b = static_cast<std::uint32_t>(order_.size()); b < model_.bytes.size(); ++b) {
+      auto const& u = uses_[b];
+      if (!resident_[b] || swapped_[b] || resource(b) < home || u.empty() || u.back() >= k)
+        continue;
+      int last = u.back();
+      int prev = u.size() >= 2 ? u[u.size() - 2] : 0;
+      int out_before = prev + r_.idle_threshold;  // the swap-out has idle ops to run
+      if (out_before >= last) continue;
+      swapped_[b] = true;
+      free(b, out_before - 1);
+      held_[b].push_back({last - 1, last, resource(b)});
+      swaps_.push_back({b, prev, out_before, last - 1, last});
+      return true;
+    }
+    return false;
+  }
+
   // The copy back of d, issued after the op at k, for its use at k + 1.
-  Status copy_in(TaskId d, int k) {
+  Status copy_in(std::uint32_t d, int k) {
     CLEAVE_CHECK_OK(allocate(d, k));
     auto s = std::find_if(swaps_.begin(), swaps_.end(),
-                          [&](PendingSwap const& p) { return p.task == d; });
+                          [&](PendingSwap const& p) { return p.block == d; });
     CLEAVE_ASSERT(s != swaps_.end() && s->in_before == k + 1, "a block read after it left");
     s->in_after = k;
     return Status::ok();
   }
 
-  Status no_room(TaskId t, int k) const {
+  // The tensor and region of block b.
+  std::pair<ir::TensorId, tdl::Box> block(std::uint32_t b) const {
+    auto const& p = model_.program;
+    if (!held_before_step(b)) return {p.tasks[b].tensor, p.tasks[b].region};
+    auto const& h = p.initial[b - order_.size()];
+    return {h.tensor, h.region};
+  }
+
+  Error no_room(std::uint32_t t, int k) const {
     std::string what =
         r_.allocation ? "its size class (objects of " +
                             format_bytes(Bytes(model_.allocation.sizes[model_.size_index[t]])) +
                             " and up) is full"
-                      : "the device's " + format_bytes(Bytes(r_.room_bytes)) +
-                            " beside the blocks held before the step are full";
+                      : "the device's " + format_bytes(Bytes(r_.room_bytes)) + " are full";
+    std::string whose = held_before_step(t)
+                            ? "held before the step"
+                            : "of op id " + std::to_string(model_.program.tasks[t].op.value());
     return Error(ErrorCode::invalid_argument,
-                 "no room at position " + std::to_string(k) + " of the schedule (op id " +
-                     std::to_string(model_.program.tasks[t].op.value()) + ") for a block of " +
-                     format_bytes(Bytes(model_.bytes[t])) + ": " + what +
+                 "no room at position " + std::to_string(k) + " of the schedule for a block of " +
+                     format_bytes(Bytes(model_.bytes[t])) + " " + whose + ": " + what +
                      " with blocks in use or idle for fewer than " +
                      std::to_string(r_.idle_threshold) + " ops");
   }
@@ -183,14 +236,14 @@ class Walk {
   void copy_in_early() {
     std::vector<std::vector<std::int64_t>> occupied(limit_.size(),
                                                     std::vector<std::int64_t>(order_.size(), 0));
-    for (TaskId t = 0; t < order_.size(); ++t)
-      for (Hold const& h : held_[t])
+    for (std::uint32_t b = 0; b < held_.size(); ++b)
+      for (Hold const& h : held_[b])
         for (int p = h.from; p <= h.to; ++p)
-          occupied[h.resource][static_cast<std::size_t>(p)] += units(t);
+          occupied[h.resource][static_cast<std::size_t>(p)] += units(b);
     for (auto& s : swaps_) {
-      std::uint32_t c = held_[s.task].back().resource;  // where the copy back goes
+      std::uint32_t c = held_[s.block].back().resource;  // where the copy back goes
       auto& occ = occupied[c];
-      std::int64_t u = units(s.task);
+      std::int64_t u = units(s.block);
       int j = s.in_after;
       while (j - 1 >= s.out_before && occ[static_cast<std::size_t>(j) - 1] + u <= limit_[c])
         --j;
@@ -205,22 +258,27 @@ class Walk {
       return plan::PieceRef{model_.program.tasks[order_[static_cast<std::size_t>(k)]].op.value(),
                             0};
     };
-    lower::Task const& w = model_.program.tasks[s.task];
-    return {w.tensor,          w.region,           0, piece(s.out_after), piece(s.in_before),
-            piece(s.in_after), piece(s.out_before)};
+    auto [tensor, region] = block(s.block);
+    return {tensor,
+            region,
+            0,
+            piece(s.out_after),
+            piece(s.in_before),
+            piece(s.in_after),
+            piece(s.out_before)};
   }
 
   SwapRequest const& r_;
   StepModel const& model_;
   std::vector<TaskId> order_;               // per position
   std::vector<int> pos_;                    // per task
-  std::vector<std::vector<int>> uses_;      // per task: its readers' positions
-  std::vector<std::uint32_t> home_;         // per task: its size's class (0: bytes)
-  std::vector<std::uint32_t> resource_;     // per task: where it is held now or was last
+  std::vector<std::vector<int>> uses_;      // per block: its readers' positions
+  std::vector<std::uint32_t> home_;         // per block: its size's class (0: bytes)
+  std::vector<std::uint32_t> resource_;     // per block: where it is held now or was last
   std::vector<std::int64_t> limit_, used_;  // per resource
-  std::vector<std::vector<Hold>> held_;     // per task
-  std::vector<int> last_access_;
-  std::vector<bool> swapped_, resident_;
+  std::vector<std::vector<Hold>> held_;     // per block
+  std::vector<int> last_access_;            // per block; -1: none yet
+  std::vector<bool> swapped_, resident_;    // per block
   std::vector<PendingSwap> swaps_;
 };
 
@@ -234,51 +292,83 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
   CLEAVE_TRY(lower::Program program, lower::lower(graph, single, ctx.registry));
   StepModel m;
   std::size_t n = program.tasks.size();
+  std::size_t blocks = n + program.initial.size();
   CLEAVE_ASSERT(n == graph.num_ops(), "a single-device lowering with other tasks than ops");
   m.task_of_op.resize(n);
-  m.bytes.resize(n);
+  m.bytes.resize(blocks);
   m.reads.resize(n);
+  // The blocks held before the step, by tensor: the ops reading a tensor read its blocks.
+  std::vector<std::vector<std::uint32_t>> initial_of(graph.num_tensors());
+  for (std::size_t b = 0; b < program.initial.size(); ++b) {
+    auto const& h = program.initial[b];
+    m.bytes[n + b] = block_bytes(graph, h.tensor, h.region);
+    m.held_before_step += m.bytes[n + b];
+    initial_of[h.tensor.value()].push_back(static_cast<std::uint32_t>(n + b));
+  }
   for (TaskId i = 0; i < n; ++i) {
     lower::Task const& t = program.tasks[i];
     CLEAVE_ASSERT(t.kind == lower::TaskKind::compute && !t.partial,
                   "a single-device lowering with other tasks than whole ops");
     m.task_of_op[t.op.value()] = i;
     m.bytes[i] = block_bytes(graph, t.tensor, t.region);
-    m.reads[i] = t.deps;
+    m.reads[i].assign(t.deps.begin(), t.deps.end());
+    for (auto input : graph.op(t.op).inputs)
+      for (auto b : initial_of[input.value()])
+        m.reads[i].push_back(b);
     std::sort(m.reads[i].begin(), m.reads[i].end());
     m.reads[i].erase(std::unique(m.reads[i].begin(), m.reads[i].end()), m.reads[i].end());
   }
-  for (auto const& b : program.initial)
-    m.held_before_step += block_bytes(graph, b.tensor, b.region);
   if (m.held_before_step > capacity)
     return Error(ErrorCode::invalid_argument,
                  "the blocks held before the step (weights, optimizer state, inputs) take " +
                      format_bytes(Bytes(m.held_before_step)) + ", over the device's " +
-                     format_bytes(Bytes(capacity)) + "; swapping covers only what the step writes");
+                     format_bytes(Bytes(capacity)) +
+                     "; they are all on the device when a step starts, so no swap plan fits");
   auto& a = m.allocation;
   a.sizes = m.bytes;
   std::sort(a.sizes.begin(), a.sizes.end());
   a.sizes.erase(std::unique(a.sizes.begin(), a.sizes.end()), a.sizes.end());
-  m.size_index.resize(n);
-  for (TaskId i = 0; i < n; ++i)
-    m.size_index[i] = static_cast<std::uint32_t>(
-        std::lower_bound(a.sizes.begin(), a.sizes.end(), m.bytes[i]) - a.sizes.begin());
+  m.size_index.resize(blocks);
+  for (std::size_t b = 0; b < blocks; ++b)
+    m.size_index[b] = static_cast<std::uint32_t>(
+        std::lower_bound(a.sizes.begin(), a.sizes.end(), m.bytes[b]) - a.sizes.begin());
   for (TaskId i = 0; i < n; ++i) {
     std::vector<std::uint32_t> set{m.size_index[i]};
-    for (TaskId d : m.reads[i])
+    for (auto d : m.reads[i])
       set.push_back(m.size_index[d]);
     a.together.push_back(std::move(set));
   }
-  // The blocks no task reads live to the end of the step, all at once, and are never evicted.
+  // Held at once: the blocks held before the step, when it starts; the blocks no task reads,
+  // which live to its end, never evicted.
+  std::vector<std::uint32_t> at_start;
+  for (std::size_t b = n; b < blocks; ++b)
+    at_start.push_back(m.size_index[b]);
+  // Nothing can be evicted before the first op has run: with the output of each op that may run
+  // first (it reads only blocks held before the step).
+  for (TaskId i = 0; i < n; ++i) {
+    if (!program.tasks[i].deps.empty()) continue;
+    auto set = at_start;
+    set.push_back(m.size_index[i]);
+    a.together.push_back(std::move(set));
+  }
   std::vector<bool> read(n, false);
   for (TaskId i = 0; i < n; ++i)
-    for (TaskId d : m.reads[i])
-      read[d] = true;
+    for (auto d : m.reads[i])
+      if (d < n) read[d] = true;
   std::vector<std::uint32_t> to_the_end;
   for (TaskId i = 0; i < n; ++i)
     if (!read[i]) to_the_end.push_back(m.size_index[i]);
-  a.together.push_back(std::move(to_the_end));
-  a.capacity = capacity - m.held_before_step;
+  // The op that runs last writes one of them and holds its inputs beside the others (an update
+  // holds the weight, its state and gradient beside every updated weight): with each such op's
+  // inputs, at most its own few blocks more than the last one needs.
+  for (TaskId i = 0; i < n; ++i) {
+    if (read[i]) continue;
+    auto set = to_the_end;
+    for (auto d : m.reads[i])
+      set.push_back(m.size_index[d]);
+    a.together.push_back(std::move(set));
+  }
+  a.capacity = capacity;
   m.program = std::move(program);
   return m;
 }

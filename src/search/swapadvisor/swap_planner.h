@@ -12,9 +12,11 @@
 // recently used. A second pass issues each copy back as early as the memory it takes is free over
 // the positions before its use (swaps start as early as their dependencies and memory allow).
 //
-// Blocks held before the step (weights, optimizer state, inputs) stay on the device: the room is
-// the device's memory less theirs. Every block the step writes is freed within the step, or lives
-// to its end without being swapped, so every step starts alike and one step's plan serves all.
+// Blocks held before the step (weights, optimizer state, inputs) are on the device from the step's
+// start and stay there unless evicted like any other block; the copy swapped back is freed after
+// its last reader. Every block the step writes is freed within the step, or lives to its end
+// without being swapped (the updated weights and optimizer state: the next step's blocks held
+// before it), so every step starts alike and one step's plan serves all (lower/schedule.h).
 #pragma once
 
 #include <cstdint>
@@ -27,20 +29,22 @@
 
 namespace cleave::search::swapadvisor {
 
-// One device's step with every op whole on it, as the planner reads it: per compute task its
-// block and the tasks whose blocks it reads.
+// One device's step with every op whole on it, as the planner reads it. Its blocks are numbered
+// by task (the block each compute task writes), then, from program.tasks.size() on, the blocks
+// held before the step in Program::initial's order.
 struct StepModel {
   lower::Program program;  // the lowering of the single-device plan, without order or swaps
   std::vector<lower::TaskId> task_of_op;          // per op id
-  std::vector<std::int64_t> bytes;                // per task: its block
-  std::vector<std::vector<lower::TaskId>> reads;  // per task, distinct
+  std::vector<std::int64_t> bytes;                // per block
+  std::vector<std::vector<std::uint32_t>> reads;  // per task: the blocks it reads, distinct
   std::int64_t held_before_step = 0;              // bytes of Program::initial
-  memory::AllocationProblem allocation;           // sizes and what each op holds at once
-  std::vector<std::uint32_t> size_index;          // per task, into allocation.sizes
+  memory::AllocationProblem allocation;           // sizes and what is held at once
+  std::vector<std::uint32_t> size_index;          // per block, into allocation.sizes
 };
 
-// The step of the context's graph on device 0 of its cluster. Errors: the graph does not lower,
-// or the blocks held before the step alone overfill the device.
+// The step of the context's graph on device 0 of its cluster; the pool may take the whole device.
+// Errors: the graph does not lower, or the blocks held before the step, all on the device when it
+// starts, overfill it.
 Expected<StepModel> step_model(SearchContext const& ctx);
 
 enum class Eviction : std::uint8_t { belady, lru };
@@ -49,7 +53,8 @@ struct SwapRequest {
   StepModel const& model;
   std::vector<ir::OpId> const& schedule;  // a topological order of every op
   // The room: a pool (a block takes an object of its size's class; it evicts in that class),
-  // else bytes (a block takes its size; it evicts any block).
+  // else bytes (a block takes its size; it evicts any block). Either holds every block, those
+  // held before the step included.
   memory::Allocation const* allocation = nullptr;
   std::int64_t room_bytes = 0;
   Eviction eviction = Eviction::belady;
