@@ -206,10 +206,11 @@ std::string_view report_script() {
       div.append(table(['largest blocks', 'region', 'role', 'bytes'],
         v.largest.map(b => [b.tensor, b.region, b.role.replace(/_/g, ' '), bytes(b.bytes)]), [0, 0, 0, 1]));
       const fixes = (p.fixes[k] || { fixes: [] }).fixes;
-      div.append(el('h4', {}, 'What would fix it (each change evaluated on the whole plan)'));
+      div.append(el('h4', {}, 'What would fix it (each change evaluated on the whole plan, unless marked as an estimate)'));
+      const mark = f => f.estimate ? ' (estimate)' : '';
       div.append(table(['fix', 'change', 'saves here', 'peak after', 'fits after', 'step time after'],
         fixes.map(f => f.computed
-          ? [f.name, f.change, bytes(f.saved_bytes), bytes(f.peak_bytes), f.device_fits ? 'yes' : 'no', secs(f.step_time_s)]
+          ? [f.name + mark(f), f.change, bytes(f.saved_bytes), bytes(f.peak_bytes), f.device_fits ? 'yes' : 'no', secs(f.step_time_s)]
           : [f.name, f.change, '', '', '', '']), [0, 0, 1, 1, 0, 1]));
       box.append(div);
     });

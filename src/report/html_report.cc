@@ -137,7 +137,10 @@ json fixes_json(std::vector<DeviceFixes> const& fixes) {
   for (auto const& d : fixes) {
     json list = json::array();
     for (auto const& f : d.fixes) {
-      json j{{"name", f.name}, {"change", f.change}, {"computed", f.computed}};
+      json j{{"name", f.name},
+             {"change", f.change},
+             {"computed", f.computed},
+             {"estimate", f.estimate}};
       if (f.computed) {
         j["saved_bytes"] = f.saved_bytes;
         j["peak_bytes"] = f.peak_bytes;
