@@ -62,7 +62,7 @@ class Report(unittest.TestCase):
         cls.plan = os.path.join(cls.tmp, "tofu.json")
         cleave("plan", MODEL, "--cluster", "cpu:devices=2", "--algo", "tofu", "-o", cls.plan)
         cls.trace = os.path.join(cls.tmp, "run.json")
-        cleave("run", cls.plan, "--trace", cls.trace)
+        cls.run_result = json.loads(cleave("run", cls.plan, "--trace", cls.trace, "--json").stdout)
         cls.page = os.path.join(cls.tmp, "report.html")
         cleave("report", cls.plan, "--run", cls.trace, "-o", cls.page)
 
@@ -92,6 +92,11 @@ class Report(unittest.TestCase):
             memory = attrs(dom, f"memory-0-{device}")
             self.assertGreater(int(memory["data-points"]), 2)
             self.assertGreater(int(memory["data-roles"]), 1)
+            # Beside it, what the run's arena held: its peak is the run's measured peak.
+            measured = attrs(dom, f"memory-measured-0-{device}")
+            self.assertGreater(int(measured["data-points"]), 2)
+            self.assertEqual(int(measured["data-peak-bytes"]),
+                             self.run_result["devices"][device]["peak_memory_bytes"])
         self.assertIn('class="peak-marker"', dom)
         self.assertIn('id="links-0"', dom)
         self.assertIn("fc1.linear", dom)  # the plan per op
@@ -186,6 +191,13 @@ class Report(unittest.TestCase):
                                         "name": "x"}]}, f)
         done = cleave("report", self.plan, "--run", other, "-o", out, ok=False)
         self.assertIn("the plan has 2 devices", done.stderr)
+        self.assertFalse(os.path.exists(out))
+        counter = os.path.join(self.tmp, "bad_counter.json")
+        with open(counter, "w", encoding="utf-8") as f:
+            json.dump({"traceEvents": [{"ph": "C", "pid": 0, "ts": 0, "name": "memory",
+                                        "args": {"bytes": "many"}}]}, f)
+        done = cleave("report", self.plan, "--run", counter, "-o", out, ok=False)
+        self.assertIn("a memory counter without", done.stderr)
         self.assertFalse(os.path.exists(out))
 
 
