@@ -47,6 +47,8 @@ import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFl
   importer::ImportOptions options;
   options.allow_opaque = flags.allow_opaque;
   if (flags.loss != TrainingFlags{}.loss) options.loss = flags.loss;
+  WorkProgressLine line(flags.progress, "importing " + path);
+  options.progress = line.callback();
   return importer::import_onnx_file(path, registry, options);
 }
 
@@ -54,7 +56,11 @@ Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& 
                                 TrainingFlags const& flags) {
   CLEAVE_TRY(autodiff::TrainingOptions options, training_options(flags));
   if (ends_with(spec, ".json")) {
-    CLEAVE_TRY(ir::Graph g, ir::load_graph(spec, registry));
+    auto read = [&]() {
+      WorkProgressLine line(flags.progress, "reading " + spec);
+      return ir::load_graph(spec, registry, line.callback());
+    };
+    CLEAVE_TRY(ir::Graph g, read());
     std::int64_t batch = first_input_batch(g);
     if (is_training_graph(g)) return ModelInput{spec, std::nullopt, std::move(g), batch};
     auto training = autodiff::build_training_graph(g, registry, options);

@@ -2,6 +2,7 @@
 // file (.json, forward or training graph) or an ONNX model (.onnx, docs/import.md).
 #pragma once
 
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,9 @@ struct TrainingFlags {
   std::string loss = "loss";
   // .onnx models: import ops cleave has no mapping for as opaque ops instead of failing.
   bool allow_opaque = false;
+  // A progress line here while an .onnx or graph file loads, when it is a terminal (the shells
+  // give stderr); null: none.
+  std::FILE* progress = nullptr;
 };
 Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags);
 
