@@ -58,6 +58,9 @@ struct DeviceStep {
   std::vector<ir::OpId> schedule;      // positions in order
   std::vector<bool> movable;           // per position
   std::vector<plan::PieceRef> pieces;  // per position
+  // The most the movable blocks take at once, each from its writer's position to its last
+  // reader's: a room the planner needs no eviction in.
+  std::int64_t most_live = 0;
 };
 
 DeviceStep device_step(report::FixContext const& ctx,
@@ -99,6 +102,20 @@ DeviceStep device_step(report::FixContext const& ctx,
     s.movable.push_back(movable);
     s.pieces.push_back({t.op.value(), t.piece});
   }
+  std::vector<TaskId> last(n);
+  for (TaskId i = 0; i < n; ++i) {
+    last[i] = i;
+    for (TaskId d : m.reads[i])
+      last[d] = std::max(last[d], i);
+  }
+  std::vector<std::int64_t> change(n + 1, 0);
+  for (TaskId i = 0; i < n; ++i) {
+    change[i] += m.bytes[i];
+    change[last[i] + 1] -= m.bytes[i];
+  }
+  std::int64_t live = 0;
+  for (TaskId k = 0; k < n; ++k)
+    s.most_live = std::max(s.most_live, live += change[k]);
   return s;
 }
 
@@ -146,23 +163,17 @@ Expected<std::vector<plan::Swap>> device_swaps(DeviceStep const& step, std::int6
 }
 
 // The swaps for the least room the planner finds a plan for, from `want` (the room that takes
-// the shortfall off) up to `movable` (no swap needed at the peak), and that room. Bisection:
-// a larger room never needs more evictions.
+// the shortfall off) up to the step's most_live (no eviction), and that room. Bisection: a
+// larger room never needs more evictions.
 struct RoomSwaps {
   std::int64_t room = 0;
   std::vector<plan::Swap> swaps;
 };
-Expected<RoomSwaps> least_room_swaps(DeviceStep const& step, std::int64_t want,
-                                     std::int64_t movable, int device) {
+Expected<RoomSwaps> least_room_swaps(DeviceStep const& step, std::int64_t want, int device) {
   auto at_want = device_swaps(step, want, device);
   if (at_want) return RoomSwaps{want, std::move(*at_want)};
-  auto at_movable = device_swaps(step, movable, device);
-  if (!at_movable)
-    return Error(ErrorCode::invalid_argument,
-                 "the swap planner found no plan over the device's pieces in order (positions "
-                 "there): " +
-                     at_movable.error().message());
-  RoomSwaps best{movable, std::move(*at_movable)};
+  CLEAVE_TRY(std::vector<plan::Swap> none, device_swaps(step, step.most_live, device));
+  RoomSwaps best{step.most_live, std::move(none)};
   std::int64_t lo = want;  // no plan
   for (int i = 0; i < 16 && best.room - lo > 1; ++i) {
     std::int64_t mid = lo + (best.room - lo) / 2;
@@ -184,12 +195,17 @@ struct DeviceTrial {
 };
 
 void plan_device(DeviceTrial& t) {
-  t.found = least_room_swaps(t.step, t.want, t.movable, t.device);
+  t.found = least_room_swaps(t.step, t.want, t.device);
   if (t.found && t.found->swaps.empty())
     t.found = Error(ErrorCode::invalid_argument,
-                    "the swap planner moved none of the " + format_bytes(Bytes(t.movable)) +
-                        " live at the peak that a swap may move (outputs of the device's pieces "
-                        "that only its own pieces read)");
+                    "the swap planner found no swaps for any room below " +
+                        format_bytes(Bytes(t.step.most_live)) +
+                        ", the most the blocks a swap may move (outputs of the device's pieces "
+                        "that only its own pieces read: " +
+                        format_bytes(Bytes(t.movable)) +
+                        " live at the peak) take at once: some piece has more of them in use or "
+                        "idle for fewer than " +
+                        std::to_string(idle_pieces) + " pieces");
 }
 
 plan::Plan with_swaps(plan::Plan p, std::vector<DeviceTrial> const& trials) {
