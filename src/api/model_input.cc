@@ -70,6 +70,8 @@ import_onnx(std::string const& path, ops::OpRegistry const& registry, TrainingFl
   importer::ImportOptions options;
   options.allow_opaque = flags.allow_opaque;
   if (flags.loss != TrainingFlags{}.loss) options.loss = flags.loss;
+  WorkProgressLine line(flags.progress, "importing " + path);
+  options.progress = line.callback();
   return importer::import_onnx_file(path, registry, options);
 }
 
@@ -80,7 +82,11 @@ Expected<ModelInput> load_model(std::string const& spec, ops::OpRegistry const& 
       autodiff::parse_precision(flags.precision.empty() ? "fp32" : flags.precision);
   if (!flag_precision) return std::move(flag_precision).error().with_context("--precision");
   if (ends_with(spec, ".json")) {
-    CLEAVE_TRY(ir::Graph g, ir::load_graph(spec, registry));
+    auto read = [&]() {
+      WorkProgressLine line(flags.progress, "reading " + spec);
+      return ir::load_graph(spec, registry, line.callback());
+    };
+    CLEAVE_TRY(ir::Graph g, read());
     std::int64_t batch = first_input_batch(g);
     if (is_training_graph(g)) {
       if (*flag_precision != autodiff::Precision::fp32)

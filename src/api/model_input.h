@@ -2,6 +2,7 @@
 // file (.json, forward or training graph) or an ONNX model (.onnx, docs/import.md).
 #pragma once
 
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,9 @@ struct TrainingFlags {
   bool allow_opaque = false;
   // --precision (autodiff/precision.h): empty for the zoo spec's `precision` key, else fp32.
   std::string precision;
+  // A progress line here while an .onnx or graph file loads, when it is a terminal (the shells
+  // give stderr); null: none.
+  std::FILE* progress = nullptr;
 };
 Expected<autodiff::TrainingOptions> training_options(TrainingFlags const& flags);
 

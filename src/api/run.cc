@@ -138,8 +138,14 @@ Expected<RunOutcome> run_plan(PlanInput const& input, RunRequest const& request,
   CLEAVE_TRY(RunOutcome out, request.rebalance
                                  ? run_rebalancing(input, request, cost, registry, config, loss)
                                  : run_one_plan(input, request, cost, registry, config, loss));
-  out.timeline = report::measured_timeline(model.training, out.program, out.run.steps.back().spans,
-                                           request.backend_name);
+  auto const& last = out.run.steps.back();
+  out.timeline =
+      report::measured_timeline(model.training, out.program, last.spans, request.backend_name);
+  for (auto const& device : last.devices) {
+    auto& points = out.timeline.memory.emplace_back();
+    for (auto const& sample : device.memory)
+      points.push_back({sample.time_s, sample.bytes});
+  }
   return out;
 }
 

@@ -43,6 +43,7 @@ std::string const cluster_help =
     "a preset NAME[:key=value,...] (`cleave clusters`) or a cleave.cluster/1 file (.json)";
 
 void add_training(CLI::App* cmd, api::TrainingFlags& flags) {
+  flags.progress = stderr;  // large imports show progress there when it is a terminal
   cmd->add_option("--optimizer", flags.optimizer, "sgd (with momentum 0.9, default) or adam");
   cmd->add_option("--lr", flags.learning_rate, "learning rate (sgd 0.01, adam 0.001)");
   cmd->add_option("--loss", flags.loss,

@@ -483,7 +483,9 @@ Expected<ImportResult> Converter::run() {
     }
   }
   CLEAVE_CHECK_OK(add_inputs());
+  std::int64_t done = 0;
   for (auto const& n : graph_.node()) {
+    if (options_.progress) options_.progress({"converting nodes", done++, graph_.node_size()});
     if (skipped_.count(&n)) continue;
     CLEAVE_CHECK_OK(convert(n));
   }

@@ -250,12 +250,17 @@ Expected<ImportResult> import_model(onnx::ModelProto& model, std::string const& 
   if (auto st = check_all_tensor_bytes(model.graph()); !st)
     return std::move(st).error().with_context("in '" + label + "'");
   std::string stage = "checking the model (onnx::checker)";
+  auto tell = [&](std::string_view what) {
+    if (options.progress) options.progress({what, 0, 0});
+  };
   double check_s = 0, infer_s = 0;
   try {
     auto t0 = Clock::now();
+    tell("checking the model");
     onnx::checker::check_model(model);
     check_s = since(t0);
     stage = "inferring shapes (onnx::shape_inference)";
+    tell("inferring shapes");
     t0 = Clock::now();
     onnx::ShapeInferenceOptions infer(/*check_type_val=*/false, /*strict_mode_val=*/1,
                                       /*data_prop_val=*/true);

@@ -11,6 +11,7 @@
 
 #include "ir/graph.h"
 #include "ops/op_registry.h"
+#include "support/progress_line.h"
 
 namespace cleave::importer {
 
@@ -21,6 +22,9 @@ struct ImportOptions {
   // The scalar ONNX tensor to minimise. Empty: cross-entropy of the last graph output against an
   // int64 "labels" input, as the zoo's models end ("loss").
   std::string loss;
+  // Told each stage after parsing (checking, inferring shapes) and each node converted; none: no
+  // progress.
+  WorkProgressFn progress;
 };
 
 // What the import did, for `cleave import` and the tests.

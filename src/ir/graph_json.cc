@@ -166,6 +166,8 @@ class GraphReader {
  public:
   using json = nlohmann::json;
 
+  explicit GraphReader(WorkProgressFn const& progress) : progress_(progress) {}
+
   std::vector<Tensor>& tensors() { return tensors_; }
   std::vector<Op>& ops() { return ops_; }
   Error take_error() { return std::move(*error_); }
@@ -224,6 +226,7 @@ class GraphReader {
       level_ = Level::tensor;
       return true;
     case Level::op_list:
+      if (progress_) progress_({"reading ops", static_cast<std::int64_t>(ops_.size()), 0});
       ops_.emplace_back();
       seen_ = 0;
       level_ = Level::op;
@@ -522,6 +525,7 @@ class GraphReader {
 
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
+  WorkProgressFn const& progress_;
   Level level_ = Level::document;
   Key key_ = Key::format;
   std::uint32_t root_seen_ = 0;
@@ -557,11 +561,13 @@ std::string graph_to_json(Graph const& graph) {
   return out;
 }
 
-Expected<Graph> graph_from_json(std::string_view text, ShapeInference const& semantics) {
-  GraphReader reader;
+Expected<Graph> graph_from_json(std::string_view text, ShapeInference const& semantics,
+                                WorkProgressFn const& progress) {
+  GraphReader reader(progress);
   if (!nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &reader)) {
     return reader.take_error();
   }
+  if (progress) progress({"checking ops and shapes", 0, 0});
   return Graph::create(std::move(reader.tensors()), std::move(reader.ops()), semantics);
 }
 
@@ -573,11 +579,12 @@ Status save_graph(Graph const& graph, std::string const& path) {
   return write_file_atomic(path, graph_to_json(graph));
 }
 
-Expected<Graph> load_graph(std::string const& path, ShapeInference const& semantics) {
+Expected<Graph> load_graph(std::string const& path, ShapeInference const& semantics,
+                           WorkProgressFn const& progress) {
   std::string context = "in graph file '" + path + "'";
   auto text = read_file(path);
   if (!text) return std::move(text.error()).with_context(context);
-  auto graph = graph_from_json(*text, semantics);
+  auto graph = graph_from_json(*text, semantics, progress);
   if (!graph) return std::move(graph.error()).with_context(context);
   return graph;
 }

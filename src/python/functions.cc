@@ -22,7 +22,7 @@ namespace {
 
 api::TrainingFlags training_flags(std::string optimizer, std::optional<double> lr, std::string loss,
                                   bool allow_opaque) {
-  return {std::move(optimizer), lr, std::move(loss), allow_opaque};
+  return {std::move(optimizer), lr, std::move(loss), allow_opaque, /*precision=*/"", /*progress=*/stderr};
 }
 
 // An option's Python value as the command line would write it: 4 -> "4", [4, 2] -> "4,2".

@@ -131,7 +131,8 @@ std::string_view report_script() {
   }
 
   // Bytes held per role, stacked, as a step function over the step; capacity and peak marked.
-  function drawMemory(svg, series, dev, stepS) {
+  // A measured series has one "role", the arena's total.
+  function drawMemory(svg, series, dev, stepS, colors = ROLE_COLORS, names = data.roles) {
     const W = 460, H = 170, left = 56, right = 8, top = 16, bottom = 20;
     svg.setAttribute('width', W); svg.setAttribute('height', H);
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
@@ -155,9 +156,9 @@ std::string_view report_script() {
         const t1 = i + 1 < n ? series.t[i + 1] : endS;
         d += 'L' + x(t1) + ',' + y(below[i]) + 'L' + x(series.t[i]) + ',' + y(below[i]);
       }
-      const area = svgEl('path', { d: d + 'Z', fill: ROLE_COLORS[r], 'class': 'role-area' });
+      const area = svgEl('path', { d: d + 'Z', fill: colors[r], 'class': 'role-area' });
       area.append(svgEl('title'));
-      area.lastChild.textContent = data.roles[r];
+      area.lastChild.textContent = names[r];
       svg.append(area);
       for (let i = 0; i < n; i++) below[i] = above[i];
       drawn++;
@@ -206,10 +207,11 @@ std::string_view report_script() {
       div.append(table(['largest blocks', 'region', 'role', 'bytes'],
         v.largest.map(b => [b.tensor, b.region, b.role.replace(/_/g, ' '), bytes(b.bytes)]), [0, 0, 0, 1]));
       const fixes = (p.fixes[k] || { fixes: [] }).fixes;
-      div.append(el('h4', {}, 'What would fix it (each change evaluated on the whole plan)'));
+      div.append(el('h4', {}, 'What would fix it (each change evaluated on the whole plan, unless marked as an estimate)'));
+      const mark = f => f.estimate ? ' (estimate)' : '';
       div.append(table(['fix', 'change', 'saves here', 'peak after', 'fits after', 'step time after'],
         fixes.map(f => f.computed
-          ? [f.name, f.change, bytes(f.saved_bytes), bytes(f.peak_bytes), f.device_fits ? 'yes' : 'no', secs(f.step_time_s)]
+          ? [f.name + mark(f), f.change, bytes(f.saved_bytes), bytes(f.peak_bytes), f.device_fits ? 'yes' : 'no', secs(f.step_time_s)]
           : [f.name, f.change, '', '', '', '']), [0, 0, 1, 1, 0, 1]));
       box.append(div);
     });
@@ -252,11 +254,22 @@ std::string_view report_script() {
     const roles = el('div', { class: 'legend' });
     data.roles.forEach((r, i) => { const sp = el('span'); sp.append(el('i', { style: 'background:' + ROLE_COLORS[i] }), r); roles.append(sp); });
     s.append(roles);
+    const measured = p.timelines.find(tl => tl.memory);
+    if (measured)
+      s.append(el('p', { class: 'muted' }, 'Beside each simulated chart, the memory its arena held in the measured run (' +
+        measured.label + ', on its own time scale), grey.'));
     const row = el('div', { class: 'memory-row' });
     p.devices.forEach((d, di) => {
       const svg = svgEl('svg', { class: 'memory-chart', id: 'memory-' + pi + '-' + di });
       row.append(svg);
       drawMemory(svg, p.memory[di], d, p.step_time_s);
+      if (!measured) return;
+      const m = measured.memory[di];
+      const msvg = svgEl('svg', { class: 'memory-chart', id: 'memory-measured-' + pi + '-' + di });
+      row.append(msvg);
+      drawMemory(msvg, { t: m.t, roles: [m.bytes] },
+        { name: d.name + ' (measured)', memory_capacity_bytes: d.memory_capacity_bytes, peak_memory_bytes: m.peak_bytes, peak_s: m.peak_s },
+        measured.end_s, ['#9a9a9a'], ['measured']);
     });
     s.append(row);
     s.append(el('h3', {}, 'Memory explanation'));

@@ -17,9 +17,22 @@ using json = nlohmann::json;
 constexpr std::size_t max_memory_points = 600;  // per device: enough for a chart, and small
 constexpr int lanes = 4;  // chrome_trace's threads: compute, transfers in, collectives, host copies
 
+// Of n samples, at most max_memory_points: the fullest (by `bytes(i)`) of each stretch, so that
+// the peak survives.
+template <typename BytesOf> std::vector<std::size_t> thinned(std::size_t n, BytesOf const& bytes) {
+  std::vector<std::size_t> kept;
+  std::size_t bins = std::min(n, max_memory_points);
+  for (std::size_t b = 0; b < bins; ++b) {
+    std::size_t best = b * n / bins;
+    for (std::size_t i = best; i < (b + 1) * n / bins; ++i)
+      if (bytes(i) > bytes(best)) best = i;
+    kept.push_back(best);
+  }
+  return kept;
+}
+
 // Per device, the bytes each role holds over the step: one sample per time at which blocks are
-// allocated or freed (after all of them), thinned to at most max_memory_points by keeping the
-// fullest sample of each stretch, so that the peak survives.
+// allocated or freed (after all of them), thinned.
 json memory_series(ir::Graph const& graph, sim::Evaluation const& e) {
   auto use = sim::memory_use(graph, e.program, e.prediction.sim.spans);
   auto out = json::array();
@@ -40,15 +53,7 @@ json memory_series(ir::Graph const& graph, sim::Evaluation const& e) {
         sum += b;
       return sum;
     };
-    std::vector<std::size_t> kept;
-    std::size_t n = samples.size();
-    std::size_t bins = std::min(n, max_memory_points);
-    for (std::size_t b = 0; b < bins; ++b) {
-      std::size_t best = b * n / bins;
-      for (std::size_t i = best; i < (b + 1) * n / bins; ++i)
-        if (total(i) > total(best)) best = i;
-      kept.push_back(best);
-    }
+    auto kept = thinned(samples.size(), total);
     json t = json::array();
     json roles = json::array();
     for (std::size_t r = 0; r < sim::memory_role_count; ++r) {
@@ -64,8 +69,52 @@ json memory_series(ir::Graph const& graph, sim::Evaluation const& e) {
   return out;
 }
 
+// A measured trace's "memory" counters (chrome_trace's, from a run's arenas) per device, in time
+// order, thinned: {t (s), bytes, peak_bytes, peak_s}; null when the trace has none.
+Expected<json> memory_counters(json const& trace, std::string const& where, int num_devices) {
+  std::vector<std::vector<std::pair<double, std::int64_t>>> samples(
+      static_cast<std::size_t>(num_devices));
+  bool any = false;
+  for (auto const& ev : trace["traceEvents"]) {
+    if (!ev.is_object() || ev.value("ph", "") != "C" || ev.value("name", "") != "memory") continue;
+    bool ok = ev.contains("pid") && ev["pid"].is_number_integer() && ev.contains("ts") &&
+              ev["ts"].is_number() && ev.contains("args") && ev["args"].is_object() &&
+              ev["args"].contains("bytes") && ev["args"]["bytes"].is_number_integer();
+    if (!ok)
+      return json_read::content_error(where, "a memory counter without an integer pid, a number "
+                                             "ts and integer args.bytes");
+    int device = ev["pid"];
+    if (device < 0 || device >= num_devices)
+      return json_read::content_error(where, "a memory counter of device " +
+                                                 std::to_string(device) + ": the plan has " +
+                                                 std::to_string(num_devices) + " devices");
+    samples[static_cast<std::size_t>(device)].push_back(
+        {ev["ts"].get<double>() * 1e-6, ev["args"]["bytes"].get<std::int64_t>()});
+    any = true;
+  }
+  if (!any) return json(nullptr);
+  json out = json::array();
+  for (auto& points : samples) {
+    std::stable_sort(points.begin(), points.end(),
+                     [](auto const& a, auto const& b) { return a.first < b.first; });
+    json t = json::array(), bytes = json::array();
+    std::pair<double, std::int64_t> peak{0, 0};
+    for (auto i : thinned(points.size(), [&](std::size_t i) { return points[i].second; })) {
+      t.push_back(points[i].first);
+      bytes.push_back(points[i].second);
+      if (points[i].second > peak.second) peak = points[i];
+    }
+    out.push_back({{"t", std::move(t)},
+                   {"bytes", std::move(bytes)},
+                   {"peak_bytes", peak.second},
+                   {"peak_s", peak.first}});
+  }
+  return out;
+}
+
 // A Chrome trace's complete events ("ph": "X") as [device, lane, start us, duration us, name]
-// with the names in a table: the one shape the script draws for simulated and measured timelines.
+// with the names in a table, and its memory counters: the one shape the script draws for
+// simulated and measured timelines.
 Expected<json> timeline_of(json const& trace, std::string const& label, int num_devices) {
   std::string const where = "the " + label + " trace";
   if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array())
@@ -100,7 +149,12 @@ Expected<json> timeline_of(json const& trace, std::string const& label, int num_
     events.push_back(
         {device, lane, std::round(start * 10) / 10, std::round(dur * 10) / 10, it->second});
   }
-  return json{{"label", label}, {"end_s", end_us * 1e-6}, {"names", names}, {"events", events}};
+  CLEAVE_TRY(json memory, memory_counters(trace, where, num_devices));
+  return json{{"label", label},
+              {"end_s", end_us * 1e-6},
+              {"names", names},
+              {"events", events},
+              {"memory", std::move(memory)}};
 }
 
 // "0-7", "0,2,4", "3".
@@ -137,7 +191,10 @@ json fixes_json(std::vector<DeviceFixes> const& fixes) {
   for (auto const& d : fixes) {
     json list = json::array();
     for (auto const& f : d.fixes) {
-      json j{{"name", f.name}, {"change", f.change}, {"computed", f.computed}};
+      json j{{"name", f.name},
+             {"change", f.change},
+             {"computed", f.computed},
+             {"estimate", f.estimate}};
       if (f.computed) {
         j["saved_bytes"] = f.saved_bytes;
         j["peak_bytes"] = f.peak_bytes;

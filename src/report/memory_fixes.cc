@@ -1,7 +1,12 @@
 #include "report/memory_fixes.h"
 
-#include <map>
+#include <fmt/format.h>
 #include <optional>
+#include <set>
+
+#include "sim/predict.h"
+#include "support/assert.h"
+#include "support/format_bytes.h"
 
 namespace cleave::report {
 
@@ -106,9 +111,99 @@ MemoryFix split_fix(FixContext const& ctx, SplitTrials const& trials, ir::OpId o
                        ctx.evaluation, trials[best].second, device);
 }
 
+// The plan with every over-capacity device's swaps (ctx.swap), evaluated once: each device reads
+// its own figures there.
+struct SwapTrial {
+  std::optional<PlanChange> change;
+  std::optional<sim::Evaluation> evaluation;
+  std::string why_not;  // without an evaluation
+};
+
+SwapTrial swap_trial(FixContext const& ctx, sim::MemoryUse const& use) {
+  auto change = ctx.swap(use);
+  if (!change) return {std::nullopt, std::nullopt, change.error().message()};
+  auto e = sim::evaluate({ctx.graph, ctx.registry, change->plan, ctx.cost, ctx.samples_per_step});
+  if (!e)
+    return {std::nullopt, std::nullopt, "the plan with swaps is invalid: " + e.error().message()};
+  return {std::move(*change), std::move(*e), ""};
+}
+
+MemoryFix swap_fix(FixContext const& ctx, SwapTrial const& trial, int device) {
+  if (!trial.evaluation) return {"swap", "not computed: " + trial.why_not};
+  auto const& change = *trial.change;
+  if (auto why = change.unchanged.find(device); why != change.unchanged.end())
+    return {"swap", "not computed: " + why->second};
+  auto what = change.changed.find(device);
+  CLEAVE_ASSERT(what != change.changed.end(), "a swap change that says nothing of a device");
+  return evaluated_fix("swap", what->second, ctx.evaluation, *trial.evaluation, device);
+}
+
+// Recomputation, estimated: the saved activations live at the device's peak dropped after the
+// forward pass and their forward pieces run again before the backward pass reads them. Plans
+// cannot say that yet, so nothing is evaluated: the saving is an upper bound (a checkpoint to
+// recompute from, and the recomputed blocks while the backward pass reads them, take some back)
+// and the cost is the pieces' time from the cost model, added to the step as if nothing hid it.
+MemoryFix recompute_estimate(FixContext const& ctx, sim::MemoryUse const& use, int device) {
+  auto const& program = ctx.evaluation.program;
+  std::int64_t saved = 0;
+  std::set<lower::TaskId> writers;
+  for (auto b : live_at_peak(use, device)) {
+    auto const& block = use.blocks[b];
+    if (block.role != sim::MemoryRole::saved_activations || block.task == sim::held_before_step ||
+        program.tasks[block.task].kind != lower::TaskKind::compute)
+      continue;
+    saved += block.bytes;
+    writers.insert(block.task);
+  }
+  std::string name = "recomputation";
+  if (writers.empty()) return {name, "not computed: no saved activations are live at the peak"};
+  double rerun_s = 0;
+  for (auto t : writers)
+    rerun_s += sim::timing_of(program.tasks[t], ctx.graph, ctx.cost).seconds;
+  auto const& memory = ctx.evaluation.devices[static_cast<std::size_t>(device)].memory;
+  std::int64_t peak = memory.peak_bytes - saved;
+  std::string change = fmt::format(
+      "estimate (a plan cannot express recomputation, so this is not evaluated): drop the {} "
+      "saved activations live at the peak ({}) after the forward pass and run their {} forward "
+      "pieces again ({:.6f} s from the cost model) before the backward pass; an upper bound on "
+      "the saving (checkpoints to recompute from take some back) and a step time that hides none "
+      "of the re-run",
+      writers.size(), format_bytes(Bytes(saved)), writers.size(), rerun_s);
+  MemoryFix fix{name,
+                std::move(change),
+                /*computed=*/true,
+                saved,
+                peak,
+                peak <= memory.capacity_bytes,
+                ctx.evaluation.prediction.step_time_s + rerun_s};
+  fix.estimate = true;
+  return fix;
+}
+
 }  // namespace
 
+std::vector<std::uint32_t> live_at_peak(sim::MemoryUse const& use, int device) {
+  auto const& events = use.events[static_cast<std::size_t>(device)];
+  std::int64_t now = 0, peak = 0;
+  std::size_t peak_event = events.size();
+  for (std::size_t e = 0; e < events.size(); ++e) {
+    now += events[e].bytes;
+    if (now > peak) {
+      peak = now;
+      peak_event = e;
+    }
+  }
+  std::vector<std::int64_t> live(use.blocks.size(), 0);
+  for (std::size_t e = 0; e < events.size() && e <= peak_event; ++e)
+    live[events[e].block] += events[e].bytes;
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t b = 0; b < live.size(); ++b)
+    if (live[b] > 0) out.push_back(b);
+  return out;
+}
+
 std::vector<DeviceFixes> memory_fixes(FixContext const& ctx) {
+  CLEAVE_ASSERT(ctx.swap, "memory fixes without a swap planner");
   std::vector<DeviceFixes> out;
   if (ctx.evaluation.violations.empty()) return out;
   std::optional<sim::Evaluation> per_pass;
@@ -118,6 +213,9 @@ std::vector<DeviceFixes> memory_fixes(FixContext const& ctx) {
     changed.tensor_fetch.clear();
     per_pass = try_evaluate(ctx, changed);
   }
+  auto use =
+      sim::memory_use(ctx.graph, ctx.evaluation.program, ctx.evaluation.prediction.sim.spans);
+  auto swap = swap_trial(ctx, use);
   std::map<ir::OpId, SplitTrials> trials;
   for (auto const& v : ctx.evaluation.violations) {
     DeviceFixes fixes{v.device, {}};
@@ -130,11 +228,8 @@ std::vector<DeviceFixes> memory_fixes(FixContext const& ctx) {
       if (!trials.contains(*op) && ctx.plan.order.empty()) trials[*op] = split_trials(ctx, *op);
       fixes.fixes.push_back(split_fix(ctx, trials[*op], *op, v.device));
     }
-    fixes.fixes.push_back({"swap", "not computed: choosing what to swap and when is a schedule "
-                                   "search of its own (plan::Swap); this report does not run one"});
-    fixes.fixes.push_back({"recomputation",
-                           "not computed: a plan cannot recompute activations yet (DESIGN.md, "
-                           "strategy space: later)"});
+    fixes.fixes.push_back(swap_fix(ctx, swap, v.device));
+    fixes.fixes.push_back(recompute_estimate(ctx, use, v.device));
     out.push_back(std::move(fixes));
   }
   return out;

@@ -1,9 +1,12 @@
 // What would fix a device the plan overflows, with the bytes each fix saves there: each fix cleave
 // can make to the plan is made and the changed plan evaluated again (sim::evaluate), so a figure
-// is a prediction, not a guess. Fixes cleave cannot express in a plan are listed as not computed,
-// with why (docs/report.md).
+// is a prediction, not a guess. Recomputation, which a plan cannot express, is an estimate from
+// the simulated memory and the cost model, marked as such; a fix without figures says why
+// (docs/report.md).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,11 +22,21 @@ struct MemoryFix {
   std::int64_t peak_bytes = 0;   // the device's peak after
   bool device_fits = false;      // the device within its capacity after
   double step_time_s = 0;        // of the changed plan
+  // The figures are an estimate, not an evaluation of a changed plan (recomputation).
+  bool estimate = false;
 };
 
 struct DeviceFixes {
   int device = 0;
   std::vector<MemoryFix> fixes;
+};
+
+// A change to the plan made above this module (the swap planner is a search's, api/swap_fix.h):
+// the changed plan and, per device over capacity, what was changed there or why nothing was.
+struct PlanChange {
+  plan::Plan plan;
+  std::map<int, std::string> changed;
+  std::map<int, std::string> unchanged;
 };
 
 struct FixContext {
@@ -33,9 +46,16 @@ struct FixContext {
   cost::CostModel const& cost;
   std::int64_t samples_per_step = 1;
   sim::Evaluation const& evaluation;  // of `plan`
+  // Swaps for the devices over capacity, given the memory of `evaluation` (required); an error
+  // says why there are none.
+  std::function<Expected<PlanChange>(sim::MemoryUse const&)> swap;
 };
 
 // Per device the evaluation reports over capacity (its violations, in order).
 std::vector<DeviceFixes> memory_fixes(FixContext const& ctx);
+
+// The blocks live on a device at its peak (the first time it holds the most), as indices into
+// use.blocks: what a fix may move or drop.
+std::vector<std::uint32_t> live_at_peak(sim::MemoryUse const& use, int device);
 
 }  // namespace cleave::report

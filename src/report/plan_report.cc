@@ -157,6 +157,13 @@ std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
                           {"devices", col.group.size()},
                           {"tasks", col.members.size()}}}});
   }
+  for (std::size_t d = 0; d < timeline.memory.size(); ++d)
+    for (auto const& point : timeline.memory[d])
+      events.push_back({{"name", by_rank ? "device " + std::to_string(d) + " memory" : "memory"},
+                        {"ph", "C"},
+                        {"pid", pid(static_cast<int>(d))},
+                        {"ts", point.time_s * 1e6},
+                        {"args", {{"bytes", point.bytes}}}});
   return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }
 

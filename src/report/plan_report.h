@@ -47,6 +47,9 @@ struct Timeline {
   // A run over MPI: per device, the rank that ran it. The trace then has one process per rank
   // and, in it, each of the rank's devices' threads; empty: one process per device.
   std::vector<int> rank_of_device;
+  // A measured run's memory: per device, the bytes its arena held over the step (a counter in
+  // the trace); empty: none (a simulated timeline, whose memory evaluate() accounts).
+  std::vector<std::vector<sim::MemoryPoint>> memory;
 };
 
 // The simulator's timeline: its task spans and each collective as priced.
@@ -59,7 +62,8 @@ Timeline measured_timeline(ir::Graph const& graph, lower::Program const& program
 // Chrome trace events: one process per device (per rank where Timeline::rank_of_device says),
 // threads "compute", "transfers in" (point to point),
 // "collectives" (each collective once per device of its group, not its member tasks) and "host
-// copies". Simulated and measured traces come from this one function.
+// copies", and with Timeline::memory a counter "memory" (bytes) per device. Simulated and
+// measured traces come from this one function.
 std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
                          Timeline const& timeline);
 // chrome_trace(graph, program, simulated_timeline(program, prediction)).

@@ -36,6 +36,7 @@ Expected<Charge> Arena::allocate(Bytes size, std::string const& what) {
   }
   in_use_ = after;
   peak_ = std::max(peak_, in_use_);
+  samples_.push_back({std::chrono::steady_clock::now(), in_use_});
   return charge;
 }
 
@@ -44,11 +45,17 @@ void Arena::release(Charge const& charge) {
   CLEAVE_ASSERT(charge.bytes.value() <= in_use_, "an arena released more than it holds");
   in_use_ -= charge.bytes.value();
   if (charge.slot) pool_->release(*charge.slot);
+  samples_.push_back({std::chrono::steady_clock::now(), in_use_});
 }
 
 Bytes Arena::peak() const {
   std::lock_guard lock(mutex_);
   return Bytes(peak_);
+}
+
+std::vector<ArenaSample> Arena::samples() const {
+  std::lock_guard lock(mutex_);
+  return samples_;
 }
 
 }  // namespace cleave::runtime

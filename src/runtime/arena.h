@@ -6,16 +6,24 @@
 // whose blocks fit its pool in simulation fits it here.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "memory/pool.h"
 #include "support/status.h"
 #include "support/units.h"
 
 namespace cleave::runtime {
+
+// The bytes an arena holds from a moment on: one per allocation and per release.
+struct ArenaSample {
+  std::chrono::steady_clock::time_point at;
+  std::int64_t bytes = 0;
+};
 
 // What an arena holds for a block: its bytes and, in a pool, its object.
 struct Charge {
@@ -35,6 +43,9 @@ class Arena {
   void release(Charge const& charge);
 
   Bytes peak() const;
+  // What it held over its life, in order (the measured memory over time of a step, since an
+  // executor gives each step fresh arenas).
+  std::vector<ArenaSample> samples() const;
   Bytes capacity() const { return capacity_; }
   std::string const& device() const { return device_; }
 
@@ -44,6 +55,7 @@ class Arena {
   mutable std::mutex mutex_;
   std::int64_t in_use_ = 0;
   std::int64_t peak_ = 0;
+  std::vector<ArenaSample> samples_;
   std::optional<memory::PoolAllocator> pool_;
 };
 

@@ -170,6 +170,10 @@ class StepRun {
       auto& st = stats_[d];
       st.idle_s = std::max(0.0, step_s - st.compute_s - st.comm_s);
       st.peak = arenas_[d]->peak();
+      for (auto const& sample : arenas_[d]->samples())
+        st.memory.push_back(
+            {std::max(0.0, std::chrono::duration<double>(sample.at - start_).count()),
+             sample.bytes});
       st.capacity = arenas_[d]->capacity();
     }
     result.devices = stats_;

@@ -65,11 +65,20 @@ using Values = std::map<std::string, std::vector<float>, std::less<>>;
 
 using lower::TaskSpan;
 
+// The bytes a device's arena holds from a time on, in seconds from the step's start.
+struct MemorySample {
+  double time_s = 0;
+  std::int64_t bytes = 0;
+};
+
 struct DeviceStats {
   double compute_s = 0;  // compute and reduce tasks
   double comm_s = 0;     // sends, receives, parts in collectives and host copies
   double idle_s = 0;     // the rest of the step
   Bytes peak;            // the arena's peak
+  // The arena over the step: a sample per allocation and release (blocks held before the step
+  // at 0), in order.
+  std::vector<MemorySample> memory;
   Bytes capacity;
   std::int64_t kernel_tasks = 0;       // compute tasks a kernel ran
   std::int64_t interpreted_tasks = 0;  // compute tasks the interpreter ran

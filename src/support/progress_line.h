@@ -3,9 +3,13 @@
 // (a file, a pipe, CI's log) gets no progress at all, so that it stays plain.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "support/units.h"
 
@@ -30,6 +34,34 @@ class ProgressLine {
   Seconds quiet_;
   bool shown_ = false;
   Seconds last_{0};
+};
+
+// Where a library's long work is (an import's nodes, a graph file's ops): a stage and the items
+// done in it, of `total` (0: not known ahead).
+struct WorkProgress {
+  std::string_view stage;  // "converting nodes"
+  std::int64_t done = 0;
+  std::int64_t total = 0;
+};
+using WorkProgressFn = std::function<void(WorkProgress const&)>;
+
+// The line of work that reports WorkProgress, for a shell: "loading m.onnx: converting nodes 1200
+// of 5000, 3.1 s elapsed" on `out` when it is a terminal (null `out`, or not a terminal: none and
+// an empty callback), after `quiet` (ProgressLine's), from a clock started here; cleared when it
+// goes.
+class WorkProgressLine {
+ public:
+  WorkProgressLine(std::FILE* out, std::string what, Seconds quiet = Seconds(2));
+  ~WorkProgressLine();
+  WorkProgressLine(WorkProgressLine const&) = delete;
+  WorkProgressLine& operator=(WorkProgressLine const&) = delete;
+
+  WorkProgressFn callback() const;
+
+ private:
+  std::shared_ptr<ProgressLine> line_;
+  std::string what_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace cleave

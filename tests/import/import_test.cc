@@ -59,6 +59,29 @@ TEST(Import, MlpMapsToLinearLayersWithALoss) {
   EXPECT_TRUE(training.has_value()) << training.error().to_string();
 }
 
+// A large model's import reports its stages after parsing and each node it converts (a shell's
+// progress line, api::import_onnx).
+TEST(Import, ReportsProgressNodeByNode) {
+  auto r = registry();
+  std::vector<std::string> stages;
+  std::int64_t nodes = 0, total = 0;
+  ImportOptions o;
+  o.progress = [&](WorkProgress const& p) {
+    if (stages.empty() || stages.back() != p.stage) stages.emplace_back(p.stage);
+    if (p.stage == "converting nodes") {
+      EXPECT_EQ(p.done, nodes++);
+      total = p.total;
+    }
+  };
+  auto g = import_onnx_bytes(bytes_of(mlp()), "mlp.onnx", *r, o);
+  ASSERT_TRUE(g.has_value()) << g.error().to_string();
+  EXPECT_EQ(stages, (std::vector<std::string>{"checking the model", "inferring shapes",
+                                              "converting nodes"}));
+  EXPECT_GT(nodes, 2);
+  EXPECT_EQ(nodes, g->stats.onnx_nodes);
+  EXPECT_EQ(total, g->stats.onnx_nodes);
+}
+
 TEST(Import, DeduplicatedInitializersCountOncePerUse) {
   auto r = registry();
   MlpOptions o;

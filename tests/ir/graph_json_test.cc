@@ -125,6 +125,20 @@ TEST_F(GraphJsonTest, RoundTripsExactly) {
   EXPECT_EQ(back->tensor(*back->find_tensor("g\nrad")).role, TensorRole::gradient);
 }
 
+// A large graph file's reading reports each op read, then its check (a shell's progress line).
+TEST_F(GraphJsonTest, ReportsProgressOpByOp) {
+  Graph graph = rich_graph();
+  std::vector<std::pair<std::string, std::int64_t>> told;
+  auto back = graph_from_json(graph_to_json(graph), semantics_, [&](WorkProgress const& p) {
+    told.emplace_back(std::string(p.stage), p.done);
+  });
+  ASSERT_TRUE(back.has_value()) << back.error().to_string();
+  ASSERT_EQ(told.size(), graph.num_ops() + 1);
+  for (std::size_t i = 0; i < graph.num_ops(); ++i)
+    EXPECT_EQ(told[i], std::make_pair(std::string("reading ops"), std::int64_t(i)));
+  EXPECT_EQ(told.back().first, "checking ops and shapes");
+}
+
 TEST_F(GraphJsonTest, EscapesTextAndSpellsFloatsShortest) {
   std::string text = graph_to_json(rich_graph());
   EXPECT_NE(text.find("\"tenth\":0.1,"), std::string::npos);

@@ -87,7 +87,13 @@ class Figures(unittest.TestCase):
         page = os.path.join(self.dir.name, "report.html")
         trace = os.path.join(self.dir.name, "run_trace.json")
         plan_input = cleave.load_plan_input(self.plan_path)
-        cleave.run(plan_input, trace=trace)
+        result = cleave.run(plan_input, trace=trace)
+        # The run's trace carries each device's measured memory over time, up to its peak.
+        with open(trace, encoding="utf-8") as f:
+            counters = [e for e in json.load(f)["traceEvents"] if e["ph"] == "C"]
+        for device, stats in enumerate(result["devices"]):
+            self.assertEqual(max(e["args"]["bytes"] for e in counters if e["pid"] == device),
+                             stats["peak_memory_bytes"])
         cleave.report(plan_input, page, run_trace=trace)
         with open(page, encoding="utf-8") as f:
             self.assertIn('"label":"measured"', f.read())

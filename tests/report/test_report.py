@@ -62,7 +62,7 @@ class Report(unittest.TestCase):
         cls.plan = os.path.join(cls.tmp, "tofu.json")
         cleave("plan", MODEL, "--cluster", "cpu:devices=2", "--algo", "tofu", "-o", cls.plan)
         cls.trace = os.path.join(cls.tmp, "run.json")
-        cleave("run", cls.plan, "--trace", cls.trace)
+        cls.run_result = json.loads(cleave("run", cls.plan, "--trace", cls.trace, "--json").stdout)
         cls.page = os.path.join(cls.tmp, "report.html")
         cleave("report", cls.plan, "--run", cls.trace, "-o", cls.page)
 
@@ -92,6 +92,11 @@ class Report(unittest.TestCase):
             memory = attrs(dom, f"memory-0-{device}")
             self.assertGreater(int(memory["data-points"]), 2)
             self.assertGreater(int(memory["data-roles"]), 1)
+            # Beside it, what the run's arena held: its peak is the run's measured peak.
+            measured = attrs(dom, f"memory-measured-0-{device}")
+            self.assertGreater(int(measured["data-points"]), 2)
+            self.assertEqual(int(measured["data-peak-bytes"]),
+                             self.run_result["devices"][device]["peak_memory_bytes"])
         self.assertIn('class="peak-marker"', dom)
         self.assertIn('id="links-0"', dom)
         self.assertIn("fc1.linear", dom)  # the plan per op
@@ -130,6 +135,38 @@ class Report(unittest.TestCase):
                     self.assertTrue(fix["change"].startswith("not computed: "))
         self.assertGreater(computed, 0)
 
+    def test_swap_and_recomputation_fixes_of_an_activation_heavy_plan(self):
+        # 8 MiB of saved activations per device against 10 MiB: the swap planner's swaps are
+        # evaluated on the changed plan; recomputation is an estimate, marked as one.
+        plan = os.path.join(self.tmp, "activations.json")
+        cleave("plan", "mlp:batch=2048,hidden=256,layers=8,input=256", "--cluster",
+               "cpu:devices=2,memory=10MiB", "--algo", "data-parallel", "-o", plan)
+        page = os.path.join(self.tmp, "activations.html")
+        cleave("report", plan, "-o", page)
+        dom, console = self.browser.dom(page)
+        self.assertEqual(console, [])
+        self.assertIn("recomputation (estimate)", dom)
+        with open(page, encoding="utf-8") as f:
+            data = json.loads(re.search(r'id="cleave-data">(.*?)</script>', f.read(), re.S)
+                              .group(1).replace("<\\/", "</"))
+        p = data["plans"][0]
+        self.assertEqual(len(p["fixes"]), 2)
+        for device_fixes in p["fixes"]:
+            before = p["devices"][device_fixes["device"]]["peak_memory_bytes"]
+            fixes = {f["name"]: f for f in device_fixes["fixes"]}
+            swap, recompute = fixes["swap"], fixes["recomputation"]
+            self.assertTrue(swap["computed"], swap["change"])
+            self.assertFalse(swap["estimate"])
+            self.assertIn("swap planner", swap["change"])
+            self.assertEqual(swap["saved_bytes"], before - swap["peak_bytes"])
+            self.assertTrue(swap["device_fits"])
+            self.assertGreaterEqual(swap["step_time_s"], p["step_time_s"])
+            self.assertTrue(recompute["estimate"])
+            self.assertIn("estimate", recompute["change"])
+            self.assertEqual(recompute["saved_bytes"], before - recompute["peak_bytes"])
+            self.assertGreater(recompute["saved_bytes"], 0)
+            self.assertGreater(recompute["step_time_s"], p["step_time_s"])
+
     def test_compare_sets_plans_side_by_side(self):
         page = os.path.join(self.tmp, "compare.html")
         cleave("compare", MODEL, "--cluster", "cpu:devices=2", "--algos", "data-parallel,tofu",
@@ -154,6 +191,13 @@ class Report(unittest.TestCase):
                                         "name": "x"}]}, f)
         done = cleave("report", self.plan, "--run", other, "-o", out, ok=False)
         self.assertIn("the plan has 2 devices", done.stderr)
+        self.assertFalse(os.path.exists(out))
+        counter = os.path.join(self.tmp, "bad_counter.json")
+        with open(counter, "w", encoding="utf-8") as f:
+            json.dump({"traceEvents": [{"ph": "C", "pid": 0, "ts": 0, "name": "memory",
+                                        "args": {"bytes": "many"}}]}, f)
+        done = cleave("report", self.plan, "--run", counter, "-o", out, ok=False)
+        self.assertIn("a memory counter without", done.stderr)
         self.assertFalse(os.path.exists(out))
 
 

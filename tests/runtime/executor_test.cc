@@ -217,6 +217,34 @@ TEST(Executor, OneDevicePeakIsThePredictedPeak) {
   }
 }
 
+// The arena's samples are the measured memory over time (a report draws them beside the
+// simulated): in time order within the step, reaching the arena's peak, here the predicted one.
+TEST(Executor, MeasuredMemoryOverTimeReachesThePeak) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto cluster = *cluster::load_cluster("cpu:devices=1");
+  auto g = training_graph(mlp, *registry);
+  auto program = *lower::lower(g, plan::single_device_plan(g, *registry), *registry);
+  auto predicted = sim::predict(g, program, cost::CostModel(cluster), 1);
+  auto exec = Executor::create(g, program, *registry, devices_of(cluster));
+  ASSERT_TRUE(exec.has_value());
+  auto step = run_one_step(*exec, synthetic_sources(g, 0));
+  ASSERT_TRUE(step.has_value()) << step.error().to_string();
+  auto const& memory = step->devices[0].memory;
+  // A sample per allocation and per release: every block of the program and the initial ones.
+  ASSERT_GE(memory.size(), program.tasks.size());
+  std::int64_t most = 0;
+  for (std::size_t i = 0; i < memory.size(); ++i) {
+    EXPECT_GE(memory[i].time_s, 0.0);
+    EXPECT_LE(memory[i].time_s, step->step_s);
+    if (i > 0) {
+      EXPECT_GE(memory[i].time_s, memory[i - 1].time_s);
+    }
+    most = std::max(most, memory[i].bytes);
+  }
+  EXPECT_EQ(most, step->devices[0].peak.value());
+  EXPECT_EQ(most, predicted.peak_memory_bytes[0]);
+}
+
 // A worker takes its tasks as they become ready, ties broken by content: the simulator's policy.
 // On one device the order is then the simulated order whatever the durations (a task's ready time
 // is its last dependency's end, which on one stream is its position), and it does not depend on
