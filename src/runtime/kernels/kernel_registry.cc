@@ -33,6 +33,8 @@ std::unique_ptr<KernelRegistry> KernelRegistry::with_builtins() {
   registry->add(make_row_kernel());
   registry->add(make_embedding_grad_kernel());
   registry->add(make_max_pool_grad_kernel());
+  registry->add(make_copy_kernel());
+  registry->add(make_batch_norm_kernel());
   registry->add(make_expression_kernel());
   return registry;
 }
