@@ -170,6 +170,8 @@ class Evaluator {
     std::int64_t rows = len >= chunk ? 1 : chunk / std::max<std::int64_t>(len, 1);
     buffers_.assign(nodes_.size(),
                     std::vector<float>(static_cast<std::size_t>(std::min(len, chunk) * rows)));
+    for (std::size_t k = 0; k < nodes_.size(); ++k)  // constants once, not per chunk
+      if (nodes_[k].fn == Fn::constant) std::fill(buffers_[k].begin(), buffers_[k].end(), nodes_[k].value);
     values_.assign(nodes_.size(), nullptr);
     tdl::Reducer reducer = op_.reducer();
     std::int64_t out_size = tdl::box_volume(call_.piece->output);
@@ -375,8 +377,7 @@ class Evaluator {
           v[i] = f(i);
       };
       switch (n.fn) {
-      case Fn::constant:
-        std::fill(v, v + total, n.value);
+      case Fn::constant:  // filled once by run()
         break;
       case Fn::var:
         each_row(at.count, [&](std::int64_t r) {
@@ -528,6 +529,10 @@ class Evaluator {
     float* o = at.out + base + from * step;
     switch (at.reducer) {
     case tdl::Reducer::none:
+      if (step == 1) {
+        std::copy(v, v + len, o);
+        break;
+      }
       for (std::int64_t i = 0; i < len; ++i)
         o[i * step] = v[i];
       break;
