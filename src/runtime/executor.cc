@@ -495,7 +495,8 @@ class StepRun {
     // Inputs are read in place where a block holds them contiguously, else gathered.
     std::vector<BlockStore::View> views(op.inputs.size());
     std::vector<std::vector<float>> gathered(op.inputs.size());
-    std::vector<float> out = s_.buffers->take(static_cast<std::size_t>(tdl::box_volume(info.output)));
+    std::vector<float> out =
+        s_.buffers->take(static_cast<std::size_t>(tdl::box_volume(info.output)));
     KernelCall call{&s_.graph, &op, &bound, &info, {}, {out.data(), info.output}};
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       float const* data = nullptr;

@@ -18,10 +18,10 @@ namespace cleave::runtime {
 namespace {
 
 enum class BnOp {
-  mean,             // M[c] = sum X * inv
-  var,              // V[c] = sum (X - M)^2 * inv
-  apply,            // Y = (X - M) * s * G + B, s = rsqrt(V + eps)
-  channel_sum,      // dB[c] = sum dY
+  mean,              // M[c] = sum X * inv
+  var,               // V[c] = sum (X - M)^2 * inv
+  apply,             // Y = (X - M) * s * G + B, s = rsqrt(V + eps)
+  channel_sum,       // dB[c] = sum dY
   apply_grad_input,  // dX = dY * G * s
   apply_grad_mean,   // dM[c] = -sum dY * G * s
   apply_grad_var,    // dV[c] = sum dY * G * (X - M) * -0.5 * (V + eps)^-1.5
@@ -88,7 +88,7 @@ class BatchNormKernel final : public Kernel {
  private:
   struct Plan {
     BnInfo info;
-    tdl::Box box;  // the X-shaped elements the piece covers: [n, c, spatial...]
+    tdl::Box box;            // the X-shaped elements the piece covers: [n, c, spatial...]
     std::int64_t plane = 1;  // elements of one (n, c) plane
     double inv = 0;          // 1 / elements per channel of the whole tensor
   };
@@ -112,8 +112,7 @@ class BatchNormKernel final : public Kernel {
       auto const& r = call.piece->inputs[i];
       if (r.has_padding()) return std::nullopt;
       if (r.empty()) continue;  // an input the statement does not read (X giving only a shape)
-      if (x_shaped(letters[i]) ? r.box != p.box : r.box != tdl::Box{p.box[1]})
-        return std::nullopt;
+      if (x_shaped(letters[i]) ? r.box != p.box : r.box != tdl::Box{p.box[1]}) return std::nullopt;
     }
     if (info->channel && call.piece->output != tdl::Box{p.box[1]}) return std::nullopt;
     for (std::size_t d = 2; d < p.box.size(); ++d)
@@ -128,7 +127,7 @@ class BatchNormKernel final : public Kernel {
     auto input = [&](char letter) -> float const* {
       auto at = letters.find(letter);
       return at == std::string::npos || call.piece->inputs[at].empty() ? nullptr
-                                                                        : call.inputs[at].data;
+                                                                       : call.inputs[at].data;
     };
     float const* x = input('X');
     float const *dy = input('D'), *m = input('M'), *v = input('V');
@@ -151,10 +150,11 @@ class BatchNormKernel final : public Kernel {
           total = sum(plane, [&](auto i) { return xp[i]; }) * p.inv;
           break;
         case BnOp::var:
-          total = sum(plane, [&](auto i) {
-                    float d = xp[i] - mc;
-                    return static_cast<double>(d) * d;
-                  }) *
+          total = sum(plane,
+                      [&](auto i) {
+                        float d = xp[i] - mc;
+                        return static_cast<double>(d) * d;
+                      }) *
                   p.inv;
           break;
         case BnOp::apply: {

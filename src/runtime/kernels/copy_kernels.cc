@@ -34,8 +34,8 @@ std::optional<std::int64_t> contiguous_start(tdl::Box const& box, ir::Shape cons
 // shift]` (identity output indices, one read of input 0, each index its own slot plus a constant).
 std::optional<std::vector<std::int64_t>> shifted_read(tdl::BoundOp const& op) {
   auto const& body = op.body();
-  if (op.opaque() || op.reducer() != tdl::Reducer::none || body.kind != tdl::BoundExpr::Kind::access ||
-      body.input != 0 || op.inputs().size() != 1)
+  if (op.opaque() || op.reducer() != tdl::Reducer::none ||
+      body.kind != tdl::BoundExpr::Kind::access || body.input != 0 || op.inputs().size() != 1)
     return std::nullopt;
   auto const& out = op.output_indices();
   if (body.indices.size() != out.size()) return std::nullopt;
@@ -45,8 +45,8 @@ std::optional<std::vector<std::int64_t>> shifted_read(tdl::BoundOp const& op) {
     auto const& i = body.indices[t];
     for (auto const* ix : {&o, &i})
       if (ix->kind != tdl::BoundIndex::Kind::linear || !ix->children.empty() ||
-          ix->var_terms.size() != 1 || ix->var_terms[0] != std::pair<int, std::int64_t>{
-                                                               static_cast<int>(t), 1})
+          ix->var_terms.size() != 1 ||
+          ix->var_terms[0] != std::pair<int, std::int64_t>{static_cast<int>(t), 1})
         return std::nullopt;
     if (o.constant != 0) return std::nullopt;
     shift[t] = i.constant;
@@ -83,7 +83,8 @@ class CopyKernel final : public Kernel {
         call.piece->inputs[0].has_padding())
       return std::nullopt;
     auto const& in = call.piece->inputs[0].box;
-    auto out_start = contiguous_start(call.piece->output, call.graph->tensor(call.op->outputs[0]).type.shape);
+    auto out_start =
+        contiguous_start(call.piece->output, call.graph->tensor(call.op->outputs[0]).type.shape);
     auto in_start = contiguous_start(in, call.graph->tensor(call.op->inputs[0]).type.shape);
     if (!out_start || !in_start || *out_start != *in_start ||
         tdl::box_volume(in) != tdl::box_volume(call.piece->output))
@@ -109,8 +110,8 @@ class CopyKernel final : public Kernel {
     for (std::size_t d = rank - 1; d-- > 0;)
       in_strides[d] = in_strides[d + 1] * in[d + 1].size();
     std::int64_t width = out[rank - 1].size();
-    std::int64_t lo = std::clamp(in[rank - 1].lo - shift[rank - 1], out[rank - 1].lo,
-                                 out[rank - 1].hi);
+    std::int64_t lo =
+        std::clamp(in[rank - 1].lo - shift[rank - 1], out[rank - 1].lo, out[rank - 1].hi);
     std::int64_t hi = std::clamp(in[rank - 1].hi - shift[rank - 1], lo, out[rank - 1].hi);
     std::vector<std::int64_t> at(rank);
     for (std::size_t d = 0; d < rank; ++d)

@@ -142,8 +142,14 @@ class Evaluator {
       a.affine = a.affine && a.data != nullptr;
       if (a.affine) flatten(a, dims);
     }
-    Access out_access{&op_.output_indices(),          nullptr, call_.piece->output,
-                      row_major(call_.piece->output), 0,       true, 0, {}};
+    Access out_access{&op_.output_indices(),
+                      nullptr,
+                      call_.piece->output,
+                      row_major(call_.piece->output),
+                      0,
+                      true,
+                      0,
+                      {}};
     flatten(out_access, dims);
     // A row spans the innermost dimension, and the ones outside it wherever every access steps
     // through them as through one dimension (contiguous blocks, element-wise ops): long rows,
@@ -171,7 +177,8 @@ class Evaluator {
     buffers_.assign(nodes_.size(),
                     std::vector<float>(static_cast<std::size_t>(std::min(len, chunk) * rows)));
     for (std::size_t k = 0; k < nodes_.size(); ++k)  // constants once, not per chunk
-      if (nodes_[k].fn == Fn::constant) std::fill(buffers_[k].begin(), buffers_[k].end(), nodes_[k].value);
+      if (nodes_[k].fn == Fn::constant)
+        std::fill(buffers_[k].begin(), buffers_[k].end(), nodes_[k].value);
     values_.assign(nodes_.size(), nullptr);
     tdl::Reducer reducer = op_.reducer();
     std::int64_t out_size = tdl::box_volume(call_.piece->output);

@@ -295,7 +295,8 @@ class ConvKernel final : public Kernel {
     int v = e->chosen.load(std::memory_order_acquire);
     if (v >= 0) return run_variant(call, *c, e->variants[static_cast<std::size_t>(v)]);
     std::lock_guard lock(e->mutex);
-    if (e->chosen.load() >= 0) return run_variant(call, *c, e->variants[static_cast<std::size_t>(e->chosen.load())]);
+    if (e->chosen.load() >= 0)
+      return run_variant(call, *c, e->variants[static_cast<std::size_t>(e->chosen.load())]);
     // Every variant writes the whole output: the last one run leaves the call's result.
     double best[2] = {INFINITY, INFINITY};
     for (int t = 0; t < ConvEntry::trials; ++t)

@@ -71,8 +71,8 @@ class EltwiseKernel final : public Kernel {
         !same_region(call, 0) || (backward && !same_region(call, 1)))
       return nullptr;
     std::int64_t n = tdl::box_volume(call.piece->output);
-    std::string key = detail::make_key(
-        backward ? "eltwise_backward" : "eltwise", {{static_cast<std::int64_t>(*algorithm), n}});
+    std::string key = detail::make_key(backward ? "eltwise_backward" : "eltwise",
+                                       {{static_cast<std::int64_t>(*algorithm), n}});
     return cache_.get(key, [&] {
       auto e = std::make_shared<SimpleEntry>();
       e->a = flat(n);

@@ -32,16 +32,17 @@ class CrossEntropyKernel final : public Kernel {
     std::int64_t width = x_box[1].size(), rows = x_box[0].size();
     float const* x = call.inputs[0].data;
     float const* labels = call.inputs[1].data;
-    double inv_batch = 1.0 / static_cast<double>(call.graph->tensor(call.op->inputs[0]).type.shape[0]);
+    double inv_batch =
+        1.0 / static_cast<double>(call.graph->tensor(call.op->inputs[0]).type.shape[0]);
     auto label = [&](std::int64_t r) {
       auto t = static_cast<std::int64_t>(labels[r]);
       return t >= 0 && t < width ? t : -1;  // outside: TDL reads X's pad value, 0
     };
     if (call.op->type == "cross_entropy_grad") {
       float* out = call.output.data;
-      CLEAVE_CHECK_OK(detail::execute(name(), e->primitive, e->scratch,
-                                      {{DNNL_ARG_SRC, detail::wrap(e->rows, x)},
-                                       {DNNL_ARG_DST, detail::wrap(e->rows, out)}}));
+      CLEAVE_CHECK_OK(detail::execute(
+          name(), e->primitive, e->scratch,
+          {{DNNL_ARG_SRC, detail::wrap(e->rows, x)}, {DNNL_ARG_DST, detail::wrap(e->rows, out)}}));
       auto scale = static_cast<float>(inv_batch * call.inputs[2].data[0]);
       for (std::int64_t r = 0; r < rows; ++r) {
         float* row = out + r * width;
@@ -69,7 +70,8 @@ class CrossEntropyKernel final : public Kernel {
 
  private:
   std::shared_ptr<LossEntry const> entry(KernelCall const& call) const {
-    if (call.op == nullptr || (call.op->type != "cross_entropy" && call.op->type != "cross_entropy_grad"))
+    if (call.op == nullptr ||
+        (call.op->type != "cross_entropy" && call.op->type != "cross_entropy_grad"))
       return nullptr;
     bool grad = call.op->type == "cross_entropy_grad";
     if (!detail::inputs_dense(call) || call.inputs.size() != (grad ? 3u : 2u)) return nullptr;
