@@ -206,6 +206,12 @@ mv "$mem_out.tmp" "$mem_out"
 cat "$mem_out"
 bash bench/runtime_kernels.sh
 
+# The runtime beside PyTorch (issue 22): the same models trained by both, one and two cores.
+peer_out=bench/results/peer_pytorch.md
+/usr/bin/python3 bench/peer_pytorch.py --cleave build-release/cleave > "$peer_out.tmp"
+mv "$peer_out.tmp" "$peer_out"
+cat "$peer_out"
+
 # ONNX import (issue 7): the test models exported by PyTorch (scripts/export_test_models.py, the
 # same directory the import tests use), one process per model so that each peak RSS is its own.
 models_dir=build-onnx-models

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages cleave needs to build, test and benchmark. Idempotent: installs
 # only what is missing. oneDNN is the runtime's kernels (its CMake config needs the OpenCL
 # headers); libonnx + protobuf the importer; python3-torch/torchvision/onnx export the importer's
-# test models; clang + its runtime build the importer's fuzz target (libFuzzer); METIS the
+# test models, and libopenblas0-pthread gives that PyTorch a real BLAS (bench/peer_pytorch
+# compares against it); clang + its runtime build the importer's fuzz target (libFuzzer); METIS the
 # mincut search's partitioner; pybind11 the Python module; chromium opens `cleave report`'s HTML in
 # its test (headless); Open MPI the runtime's MPI backend (`cleave run --backend mpi`, its tests
 # run mpirun; iproute2 makes the network namespaces of the two-host test).
@@ -15,6 +16,7 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   python3-onnx python3-torch python3-torchvision python3-numpy
+  libopenblas0-pthread
   clang libclang-rt-14-dev
   libmetis-dev
   openmpi-bin libopenmpi-dev iproute2

@@ -32,6 +32,7 @@ runtime::TrainingConfig training_config(RunRequest const& request, ir::Graph con
   config.exec.kernels = &kernels;
   config.exec.backend = &backend;
   config.exec.fail_op = request.fail_op;
+  config.exec.threads_per_device = request.threads_per_device;
   if (request.check) config.exec.capture = runtime::checked_tensors(graph, loss);
   if (auto line = request.progress ? ProgressLine::on_terminal(request.progress) : nullptr) {
     auto start = std::chrono::steady_clock::now();

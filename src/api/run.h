@@ -25,6 +25,7 @@ struct RunRequest {
   bool check = false;      // compare with the unpartitioned graph on one device
   double tolerance = runtime::default_tolerance;
   std::string fail_op;                              // fault injection (tests): this op's tasks fail
+  int threads_per_device = 0;  // OpenMP threads per worker; 0: max(1, cores / devices)
   std::string profile;                              // cleave.profile/1 table for the prediction
   runtime::CommBackend* backend = nullptr;          // null: the in-process backend
   std::string backend_name = "in-process backend";  // how the measured collectives ran

@@ -131,6 +131,7 @@ api::RunRequest run_request(RunCommand const& cmd) {
   request.check = cmd.check;
   request.tolerance = cmd.tolerance;
   request.fail_op = cmd.fail_op;
+  request.threads_per_device = cmd.threads;
   request.profile = cmd.profile;
   request.progress = stderr;
   if (cmd.rebalance) request.rebalance = cmd.rebalance_options;

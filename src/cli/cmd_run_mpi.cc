@@ -136,6 +136,7 @@ int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
   config.seed = cmd.seed;
   config.exec.kernels = kernels.get();
   config.exec.fail_op = cmd.fail_op;
+  config.exec.threads_per_device = cmd.threads;
   if (cmd.check) config.exec.capture = runtime::checked_tensors(graph, cmd.training.loss);
   KillingBackend killing(**backend, rank);
   config.exec.backend = &killing;

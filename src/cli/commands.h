@@ -128,6 +128,7 @@ struct RunCommand {
   double tolerance = 1e-4;  // of the check's max relative error (runtime/check.h)
   std::string trace;        // empty: no trace; else the last step's measured Chrome trace
   std::string fail_op;      // fault injection (tests): the compute tasks of this op fail
+  int threads = 0;          // OpenMP threads per device; 0: max(1, cores / devices)
   std::string profile;      // cleave.profile/1 table for the prediction shown beside the run
   // The scheduling assistant (api/rebalance.h): partition again on measured times mid-run.
   bool rebalance = false;

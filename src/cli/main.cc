@@ -208,6 +208,9 @@ void add_run_commands(CLI::App& app, Options& o) {
   run->add_option("--trace", o.run.trace,
                   "write the last step's measured timeline (Chrome trace: Perfetto, "
                   "chrome://tracing)");
+  run->add_option("--threads", o.run.threads,
+                  "OpenMP threads per device (default: cores / devices, at least 1)")
+      ->check(CLI::PositiveNumber);
   run->add_option("--fail-op", o.run.fail_op, "testing: make the compute tasks of this op fail")
       ->group("");
   run->add_option("--profile", o.run.profile,

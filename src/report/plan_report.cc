@@ -138,7 +138,10 @@ std::string chrome_trace(ir::Graph const& graph, lower::Program const& program,
                       {"tid", tid(t.device, thread)},
                       {"ts", timeline.tasks[i].start * 1e6},
                       {"dur", (timeline.tasks[i].end - timeline.tasks[i].start) * 1e6},
-                      {"args", {{"bytes", t.bytes.value()}, {"flops", t.flops.value()}}}});
+                      {"args",
+                       {{"bytes", t.bytes.value()},
+                        {"flops", t.flops.value()},
+                        {"op", t.kind == lower::TaskKind::compute ? graph.op(t.op).type : ""}}}});
   }
   // A collective is one event on every device of its group.
   for (std::size_t c = 0; c < program.collectives.size(); ++c) {

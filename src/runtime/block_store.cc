@@ -100,9 +100,39 @@ Status BlockStore::add(ir::TensorId tensor, tdl::Box region, std::vector<float> 
                 "a block's data does not match its region");
   CLEAVE_TRY(block.charged, arena_.allocate(block_bytes(graph_, block.tensor, block.region),
                                             block_name(graph_, block.tensor, block.region)));
+  std::shared_ptr<Block> held;
+  if (pool_)
+    held = std::shared_ptr<Block>(new Block(std::move(block)), [pool = pool_](Block* b) {
+      pool->give(std::move(b->data));
+      delete b;
+    });
+  else
+    held = std::make_shared<Block>(std::move(block));
   std::lock_guard lock(mutex_);
-  blocks_.push_back(std::make_shared<Block>(std::move(block)));
+  blocks_.push_back(std::move(held));
   return Status::ok();
+}
+
+std::vector<float> BufferPool::take(std::size_t size) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = free_.find(size);
+    if (it != free_.end() && !it->second.empty()) {
+      std::vector<float> buffer = std::move(it->second.back());
+      it->second.pop_back();
+      held_ -= size * sizeof(float);
+      return buffer;
+    }
+  }
+  return std::vector<float>(size);
+}
+
+void BufferPool::give(std::vector<float> buffer) {
+  std::size_t bytes = buffer.size() * sizeof(float);
+  std::lock_guard lock(mutex_);
+  if (buffer.empty() || held_ + bytes > capacity_) return;
+  held_ += bytes;
+  free_[buffer.size()].push_back(std::move(buffer));
 }
 
 Expected<std::vector<float>> BlockStore::gather(ir::TensorId tensor, tdl::Box const& region) const {

@@ -38,6 +38,8 @@ struct Executor::State {
   std::vector<std::uint32_t> rank;              // per job: its task's canonical position
   std::vector<std::vector<JobId>> dependents;   // per job
   std::vector<std::uint32_t> per_device_count;  // jobs per device
+  // Outputs of compute tasks, kept from step to step (BufferPool): up to 4 GiB.
+  std::shared_ptr<BufferPool> buffers = std::make_shared<BufferPool>(std::size_t{4} << 30);
   // Per job: the next part in a collective on its device in the order common to all processes
   // (none: the last, or not a part); whether one comes before it (ExecOptions::devices).
   std::vector<JobId> next_part;
@@ -116,7 +118,7 @@ class StepRun {
     for (auto const& d : s.devices)
       arenas_.push_back(std::make_unique<Arena>(d.name, d.capacity, d.pool));
     for (auto& a : arenas_)
-      stores_.push_back(std::make_unique<BlockStore>(s.graph, *a));
+      stores_.push_back(std::make_unique<BlockStore>(s.graph, *a, s.buffers));
     for (TaskId i = 0; i < s.program.tasks.size(); ++i)
       remaining_[i] = static_cast<int>(s.lifetimes[i].readers.size());
     for (JobId j = 0; j < s.jobs.jobs.size(); ++j) {
@@ -497,7 +499,8 @@ class StepRun {
     // Inputs are read in place where a block holds them contiguously, else gathered.
     std::vector<BlockStore::View> views(op.inputs.size());
     std::vector<std::vector<float>> gathered(op.inputs.size());
-    std::vector<float> out(static_cast<std::size_t>(tdl::box_volume(info.output)));
+    std::vector<float> out =
+        s_.buffers->take(static_cast<std::size_t>(tdl::box_volume(info.output)));
     KernelCall call{&s_.graph, &op, &bound, &info, {}, {out.data(), info.output}};
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       float const* data = nullptr;

@@ -570,6 +570,17 @@ TEST(Cli, RunPlans) {
     EXPECT_GT(d["peak_memory_bytes"].get<std::int64_t>(), 0);
   auto events = nlohmann::json::parse(slurp(trace))["traceEvents"];
   EXPECT_GT(events.size(), 4u * 5);  // names of 4 devices and their threads, then the tasks
+  // A compute task's event names its op type (bench/peer_pytorch.py --ops sums them).
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](auto const& e) {
+    return e.contains("args") && e["args"].value("op", "") == "linear";
+  }));
+
+  // --threads sets each device's OpenMP threads; it must be positive.
+  Outcome one = cleave("run " + plan + " --threads 1 --check");
+  EXPECT_EQ(one.code, 0) << one.err;
+  Outcome zero = cleave("run " + plan + " --threads 0");
+  EXPECT_NE(zero.code, 0);
+  EXPECT_NE(zero.err.find("--threads"), std::string::npos) << zero.err;
 
   // Tofu's plan reorders sums (rounding differences near 1e-7, the same on every run: the
   // arithmetic does not depend on the workers' timing), so a tolerance of 0 fails the check.

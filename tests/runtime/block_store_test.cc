@@ -1,6 +1,7 @@
 // A device's block store: copy_box moves exactly the elements of a part between two row-major
 // regions (checked element by element on random boxes), gather assembles a region from shards
-// and overlapping halos, and view() reads in place only where the region is contiguous.
+// and overlapping halos, view() reads in place only where the region is contiguous, and dropped
+// blocks lend their buffers to the next of their size.
 #include <gtest/gtest.h>
 #include <random>
 
@@ -147,6 +148,30 @@ TEST_F(Store, APoolGivesEveryBlockAnObject) {
   EXPECT_TRUE(store.add(t_, two, values(two), false, 3).is_ok());
   store.free_inside(t_, whole_);  // every block of the tensor: the held one's object too
   EXPECT_TRUE(store.add(t_, three, values(three), false, 4).is_ok());
+}
+
+// A dropped block's buffer goes to the store's BufferPool once no view holds it, and the next
+// buffer of its size is that one (not a new one); the pool keeps no more than its capacity.
+TEST_F(Store, DroppedBlocksLendTheirBuffersToTheNextOfTheirSize) {
+  auto pool = std::make_shared<BufferPool>(2 * 60 * sizeof(float));
+  BlockStore store(graph_, arena_, pool);
+  ASSERT_TRUE(store.add(t_, whole_, values(whole_), false, 1));
+  float const* held = store.view(t_, whole_)->data;
+  {
+    auto v = store.view(t_, whole_);
+    store.free_written(1);
+    EXPECT_EQ(pool->take(60).data() == held, false);  // still viewed: not in the pool yet
+  }
+  std::vector<float> again = pool->take(60);
+  EXPECT_EQ(again.data(), held);
+  EXPECT_EQ(again[7], 7.0f);  // its old values: kernels overwrite every element
+  EXPECT_NE(pool->take(60).data(), held);
+  // Beyond the capacity (two buffers of 60 floats) a given buffer is dropped.
+  for (int i = 0; i < 3; ++i)
+    pool->give(std::vector<float>(60, 1.0f));
+  EXPECT_EQ(pool->take(60)[0], 1.0f);
+  EXPECT_EQ(pool->take(60)[0], 1.0f);
+  EXPECT_EQ(pool->take(60)[0], 0.0f);  // a new, zeroed one
 }
 
 }  // namespace

@@ -90,6 +90,9 @@ struct Access {
   std::vector<std::int64_t> strides;
   float pad = 0;
   bool affine = false;  // every index linear in the slots and every read inside the block
+  // Affine: the offset at a point is base + sum over slots of its value times steps[slot].
+  std::int64_t base = 0;
+  std::vector<std::int64_t> steps;
 };
 
 struct Node {
@@ -123,7 +126,8 @@ class Evaluator {
   bool compile() {
     for (std::size_t in = 0; in < call_.inputs.size() && in < call_.piece->inputs.size(); ++in) {
       auto const& box = call_.piece->inputs[in].box;
-      blocks_.push_back(Access{nullptr, call_.inputs[in].data, box, row_major(box), 0, false});
+      blocks_.push_back(
+          Access{nullptr, call_.inputs[in].data, box, row_major(box), 0, false, 0, {}});
     }
     if (op_.opaque() || op_.num_slots() != static_cast<int>(op_.dims().size())) return false;
     if (call_.inputs.size() != op_.inputs().size() || call_.piece == nullptr) return false;
@@ -134,10 +138,19 @@ class Evaluator {
   void run(float* out) {
     std::size_t dims = op_.dims().size();
     auto const& box = call_.piece->iter_box;
-    for (auto& a : accesses_)
+    for (auto& a : accesses_) {
       a.affine = a.affine && a.data != nullptr;
-    Access out_access{&op_.output_indices(),          nullptr, call_.piece->output,
-                      row_major(call_.piece->output), 0,       true};
+      if (a.affine) flatten(a, dims);
+    }
+    Access out_access{&op_.output_indices(),
+                      nullptr,
+                      call_.piece->output,
+                      row_major(call_.piece->output),
+                      0,
+                      true,
+                      0,
+                      {}};
+    flatten(out_access, dims);
     // A row spans the innermost dimension, and the ones outside it wherever every access steps
     // through them as through one dimension (contiguous blocks, element-wise ops): long rows,
     // few of them.
@@ -157,8 +170,15 @@ class Evaluator {
     std::int64_t len = 1;
     for (std::size_t d = dims - merged; d < dims; ++d)
       len *= box[d].size();
+    // Short rows (a [C] parameter broadcast over small images, or a [C, 1, 1] bias) are
+    // evaluated several at once: loads and stores go row by row, the arithmetic over all of them,
+    // so the per-row cost is the loads', not every node's.
+    std::int64_t rows = len >= chunk ? 1 : chunk / std::max<std::int64_t>(len, 1);
     buffers_.assign(nodes_.size(),
-                    std::vector<float>(static_cast<std::size_t>(std::min(len, chunk))));
+                    std::vector<float>(static_cast<std::size_t>(std::min(len, chunk) * rows)));
+    for (std::size_t k = 0; k < nodes_.size(); ++k)  // constants once, not per chunk
+      if (nodes_[k].fn == Fn::constant)
+        std::fill(buffers_[k].begin(), buffers_[k].end(), nodes_[k].value);
     values_.assign(nodes_.size(), nullptr);
     tdl::Reducer reducer = op_.reducer();
     std::int64_t out_size = tdl::box_volume(call_.piece->output);
@@ -167,21 +187,58 @@ class Evaluator {
     env_.assign(dims, 0);
     for (std::size_t d = 0; d < dims; ++d)
       env_[d] = box[d].lo;
-    // One row per point of the dimensions outside the row (an odometer).
-    auto outer = static_cast<int>(dims - merged) - 1;
+    outer_ = static_cast<int>(dims - merged) - 1;
+    Rows at{out, &out_access, reducer, 1};
     while (true) {
-      row(len, out, out_access, reducer);
-      int d = outer;
-      for (; d >= 0; --d) {
-        auto du = static_cast<std::size_t>(d);
-        if (++env_[du] < box[du].hi) break;
-        env_[du] = box[du].lo;
+      if (rows == 1) {
+        for (std::int64_t from = 0; from < len; from += chunk)
+          chunk_of_rows(at, from, std::min(chunk, len - from));
+        if (!next_row()) return;
+        continue;
       }
-      if (d < 0) return;
+      // The group: up to `rows` rows from here; env_ ends on the row after it.
+      group_start_ = env_;
+      at.count = 1;
+      bool more = next_row();
+      for (; more && at.count < rows; ++at.count)
+        more = next_row();
+      auto after = env_;
+      env_ = group_start_;
+      chunk_of_rows(at, 0, len);
+      if (!more) return;
+      env_ = std::move(after);
     }
   }
 
  private:
+  // Where a chunk's values go, and how many rows it holds.
+  struct Rows {
+    float* out;
+    Access const* out_access;
+    tdl::Reducer reducer;
+    std::int64_t count;
+  };
+
+  // The next point of the dimensions outside the row (an odometer); false past the last.
+  bool next_row() {
+    for (int d = outer_; d >= 0; --d) {
+      auto du = static_cast<std::size_t>(d);
+      if (++env_[du] < call_.piece->iter_box[du].hi) return true;
+      env_[du] = call_.piece->iter_box[du].lo;
+    }
+    return false;
+  }
+
+  // Runs `f(r)` at each row of the group from its first (env_ is left on the group's first row).
+  template <typename F> void each_row(std::int64_t count, F f) {
+    if (count == 1) return f(0);
+    for (std::int64_t r = 0; r < count; ++r) {
+      f(r);
+      next_row();
+    }
+    env_ = group_start_;
+  }
+
   static std::vector<std::int64_t> row_major(tdl::Box const& region) {
     std::vector<std::int64_t> s(region.size(), 1);
     for (std::size_t i = region.size(); i-- > 1;)
@@ -215,7 +272,9 @@ class Evaluator {
                region.box,
                row_major(region.box),
                static_cast<float>(op_.inputs()[in].pad_value),
-               linear(e.indices) && !region.has_padding()};
+               linear(e.indices) && !region.has_padding(),
+               0,
+               {}};
       n.access = static_cast<int>(accesses_.size());
       accesses_.push_back(std::move(a));
     }
@@ -264,19 +323,25 @@ class Evaluator {
     return at;
   }
 
-  // Offset at the row's start and the step along the innermost slot (affine accesses).
-  std::pair<std::int64_t, std::int64_t> affine_row(Access const& a, int inner) const {
-    std::int64_t base = 0, step = 0;
+  // An affine access's offset as one linear function of the slots (computed once per call, so
+  // a row's start costs a dot product, however short the rows).
+  static void flatten(Access& a, std::size_t dims) {
+    a.base = 0;
+    a.steps.assign(dims, 0);
     for (std::size_t t = 0; t < a.indices->size(); ++t) {
       auto const& ix = (*a.indices)[t];
-      std::int64_t c = ix.constant;
-      for (auto [slot, coef] : ix.var_terms) {
-        c += coef * env_[static_cast<std::size_t>(slot)];
-        if (slot == inner) step += coef * a.strides[t];
-      }
-      base += (c - a.region[t].lo) * a.strides[t];
+      a.base += (ix.constant - a.region[t].lo) * a.strides[t];
+      for (auto [slot, coef] : ix.var_terms)
+        a.steps[static_cast<std::size_t>(slot)] += coef * a.strides[t];
     }
-    return {base, step};
+  }
+
+  // Offset at the row's start and the step along the innermost slot (affine accesses).
+  std::pair<std::int64_t, std::int64_t> affine_row(Access const& a, int inner) const {
+    std::int64_t base = a.base;
+    for (std::size_t d = 0; d < env_.size(); ++d)
+      base += env_[d] * a.steps[d];
+    return {base, inner >= 0 ? a.steps[static_cast<std::size_t>(inner)] : 0};
   }
 
   // Elements [from, from + len) of the row: in place where they are contiguous in the block,
@@ -300,15 +365,11 @@ class Evaluator {
     return v;
   }
 
-  // One row, a chunk at a time, so that the nodes' buffers stay in cache (a row spanning a whole
-  // 512x512x3x3 weight's update once took 47 MB of buffers, allocated and faulted in per call).
-  void row(std::int64_t len, float* out, Access const& out_access, tdl::Reducer reducer) {
-    for (std::int64_t from = 0; from < len; from += chunk)
-      chunk_of_row(from, std::min(chunk, len - from), out, out_access, reducer);
-  }
-
-  void chunk_of_row(std::int64_t from, std::int64_t len, float* out, Access const& out_access,
-                    tdl::Reducer reducer) {
+  // Elements [from, from + len) of each of the group's rows (a long row goes a chunk at a time,
+  // so that the nodes' buffers stay in cache: a row spanning a whole 512x512x3x3 weight's update
+  // once took 47 MB of buffers, allocated and faulted in per call).
+  void chunk_of_rows(Rows const& at, std::int64_t from, std::int64_t len) {
+    std::int64_t total = len * at.count;
     int inner = env_.empty() ? -1 : static_cast<int>(env_.size()) - 1;
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
       Node const& n = nodes_[k];
@@ -319,23 +380,33 @@ class Evaluator {
       };
       float const *a = arg(0), *b = arg(1), *c = arg(2);
       auto each = [&](auto f) {
-        for (std::int64_t i = 0; i < len; ++i)
+        for (std::int64_t i = 0; i < total; ++i)
           v[i] = f(i);
       };
       switch (n.fn) {
-      case Fn::constant:
-        std::fill(v, v + len, n.value);
+      case Fn::constant:  // filled once by run()
         break;
-      case Fn::var: {
-        auto x = env_[static_cast<std::size_t>(n.slot)];
-        bool moves = n.slot == inner;
-        if (moves) x += from;
-        each([&](std::int64_t i) { return static_cast<float>(moves ? x + i : x); });
+      case Fn::var:
+        each_row(at.count, [&](std::int64_t r) {
+          auto x = env_[static_cast<std::size_t>(n.slot)];
+          bool moves = n.slot == inner;
+          if (moves) x += from;
+          for (std::int64_t i = 0; i < len; ++i)
+            v[r * len + i] = static_cast<float>(moves ? x + i : x);
+        });
+        break;
+      case Fn::access: {
+        Access const& access = accesses_[static_cast<std::size_t>(n.access)];
+        if (at.count == 1) {
+          values_[k] = load(access, v, from, len, inner);
+          break;
+        }
+        each_row(at.count, [&](std::int64_t r) {
+          float const* p = load(access, v + r * len, from, len, inner);
+          if (p != v + r * len) std::copy(p, p + len, v + r * len);
+        });
         break;
       }
-      case Fn::access:
-        values_[k] = load(accesses_[static_cast<std::size_t>(n.access)], v, from, len, inner);
-        break;
       case Fn::neg:
         each([&](auto i) { return -a[i]; });
         break;
@@ -409,22 +480,74 @@ class Evaluator {
         each([&](auto i) { return std::min(a[i], b[i]); });
         break;
       case Fn::pow:
-        each([&](auto i) { return std::pow(a[i], b[i]); });
+        pow(n, a, b, v, total);
         break;
       case Fn::select:
         each([&](auto i) { return a[i] != 0 ? b[i] : c[i]; });
         break;
       }
     }
-    float const* v = values_.back();
-    auto [base, step] = affine_row(out_access, inner);
-    float* o = out + base + from * step;
-    switch (reducer) {
+    each_row(at.count, [&](std::int64_t r) { store(at, values_.back() + r * len, from, len); });
+  }
+
+  // A row summed into one element (a reduction along the row): in double, so that long rows
+  // (batch norm's statistics over a large image) keep fp32's accuracy, in four independent sums.
+  static float sum(float const* v, std::int64_t len) {
+    double acc[4] = {0, 0, 0, 0};
+    std::int64_t i = 0;
+    for (; i + 4 <= len; i += 4)
+      for (int k = 0; k < 4; ++k)
+        acc[k] += v[i + k];
+    for (; i < len; ++i)
+      acc[0] += v[i];
+    return static_cast<float>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+  }
+
+  // x^y; a constant exponent that has a cheaper form (batch norm's variance gradients raise to
+  // -1.5, squares) takes it: std::pow costs ten times a multiply.
+  void pow(Node const& n, float const* a, float const* b, float* v, std::int64_t total) const {
+    Node const& exponent = nodes_[static_cast<std::size_t>(n.args[1])];
+    float e = exponent.fn == Fn::constant ? exponent.value : NAN;
+    auto each = [&](auto f) {
+      for (std::int64_t i = 0; i < total; ++i)
+        v[i] = f(a[i]);
+    };
+    if (e == 2.f)
+      each([](float x) { return x * x; });
+    else if (e == 1.f)
+      each([](float x) { return x; });
+    else if (e == 0.5f)
+      each([](float x) { return std::sqrt(x); });
+    else if (e == -0.5f)
+      each([](float x) { return 1.f / std::sqrt(x); });
+    else if (e == -1.f)
+      each([](float x) { return 1.f / x; });
+    else if (e == -1.5f)
+      each([](float x) { return 1.f / (x * std::sqrt(x)); });
+    else
+      for (std::int64_t i = 0; i < total; ++i)
+        v[i] = std::pow(a[i], b[i]);
+  }
+
+  // One row's values into the output block (accumulated under a reducer).
+  void store(Rows const& at, float const* v, std::int64_t from, std::int64_t len) {
+    int inner = env_.empty() ? -1 : static_cast<int>(env_.size()) - 1;
+    auto [base, step] = affine_row(*at.out_access, inner);
+    float* o = at.out + base + from * step;
+    switch (at.reducer) {
     case tdl::Reducer::none:
+      if (step == 1) {
+        std::copy(v, v + len, o);
+        break;
+      }
       for (std::int64_t i = 0; i < len; ++i)
         o[i * step] = v[i];
       break;
     case tdl::Reducer::sum:
+      if (step == 0) {
+        o[0] += sum(v, len);
+        break;
+      }
       for (std::int64_t i = 0; i < len; ++i)
         o[i * step] += v[i];
       break;
@@ -453,6 +576,8 @@ class Evaluator {
   std::vector<std::vector<float>> buffers_;
   std::vector<float const*> values_;  // per node: its values in the current chunk
   std::vector<std::int64_t> env_;
+  std::vector<std::int64_t> group_start_;  // the first row of the group being evaluated
+  int outer_ = -1;                         // the innermost dimension outside the row
   std::uint64_t var_slots_ = 0;  // slots whose values the expression uses (`c == T[b]`)
 };
 

@@ -30,9 +30,12 @@ std::unique_ptr<KernelRegistry> KernelRegistry::with_builtins() {
   registry->add(make_binary_kernel());
   registry->add(make_softmax_kernel());
   registry->add(make_layer_norm_kernel());
+  registry->add(make_cross_entropy_kernel());
   registry->add(make_row_kernel());
   registry->add(make_embedding_grad_kernel());
   registry->add(make_max_pool_grad_kernel());
+  registry->add(make_copy_kernel());
+  registry->add(make_batch_norm_kernel());
   registry->add(make_expression_kernel());
   return registry;
 }

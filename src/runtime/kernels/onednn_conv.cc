@@ -197,6 +197,7 @@ struct ConvVariant {
   dnnl::primitive primitive;
   detail::Staged src, weights, dst;  // src/diff_src, weights/diff_weights, dst/diff_dst
   dnnl::memory::desc scratch;
+  bool reference = false;  // oneDNN's reference implementation ("ref:any")
 };
 
 ConvVariant make_variant(ConvShape const& c, bool blocked) {
@@ -231,6 +232,7 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
   ConvVariant v;
   if (c.direction == Direction::forward) {
     v.scratch = fwd.scratchpad_desc();
+    v.reference = std::string_view(fwd.impl_info_str()).starts_with("ref");
     v.primitive = dnnl::convolution_forward(fwd);
     v.src = detail::make_staged(src, fwd.src_desc(), true);
     v.weights = detail::make_staged(weights, fwd.weights_desc(), true);
@@ -241,6 +243,7 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
                                               c.pad_l, c.pad_r),
         attr, eng, fwd);
     v.scratch = pd.scratchpad_desc();
+    v.reference = std::string_view(pd.impl_info_str()).starts_with("ref");
     v.primitive = dnnl::convolution_backward_data(pd);
     v.src = detail::make_staged(src, pd.diff_src_desc(), false);
     v.weights = detail::make_staged(weights, pd.weights_desc(), true);
@@ -251,6 +254,7 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
                                                  c.dilates, c.pad_l, c.pad_r),
         attr, eng, fwd);
     v.scratch = pd.scratchpad_desc();
+    v.reference = std::string_view(pd.impl_info_str()).starts_with("ref");
     v.primitive = dnnl::convolution_backward_weights(pd);
     v.src = detail::make_staged(src, pd.src_desc(), true);
     v.weights = detail::make_staged(weights, pd.diff_weights_desc(), false);
@@ -261,14 +265,14 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
 
 // The variants of one convolution and which one runs. Which is faster (a slower kernel on plain
 // layouts, or oneDNN's blocked kernel plus the reorders) depends on the shape, the direction and
-// the threads, and oneDNN cannot tell; so the first calls alternate between them, timed, and the
-// faster one runs from then on.
+// the threads, and oneDNN cannot tell; so the first call runs each variant twice, timed, in
+// turns, and the faster one runs from then on. (Timing one variant per call over the first calls
+// let a slow variant, e.g. a 120 ms reference kernel beside a 2 ms blocked one, run in every
+// other step of a run's first six.)
 struct ConvEntry {
-  static constexpr int trials = 6;    // calls timed, alternating: the best of 3 of each
+  static constexpr int trials = 2;    // timed runs of each variant on the first call
   std::vector<ConvVariant> variants;  // plain first; blocked when oneDNN prefers other layouts
   mutable std::mutex mutex;
-  mutable int started = 0;
-  mutable double best[2] = {INFINITY, INFINITY};
   mutable std::atomic<int> chosen{-1};
 };
 
@@ -289,25 +293,21 @@ class ConvKernel final : public Kernel {
     if (c->ih_store != 0 && (c->ih != c->ih_store || c->iw != c->iw_store))
       std::fill(call.output.data, call.output.data + tdl::box_volume(call.piece->output), 0.f);
     int v = e->chosen.load(std::memory_order_acquire);
-    bool timed = false;
-    if (v < 0) {
-      std::lock_guard lock(e->mutex);
-      v = e->chosen.load();
-      if (v < 0) {
-        v = e->started++ % 2;
-        timed = true;
+    if (v >= 0) return run_variant(call, *c, e->variants[static_cast<std::size_t>(v)]);
+    std::lock_guard lock(e->mutex);
+    if (e->chosen.load() >= 0)
+      return run_variant(call, *c, e->variants[static_cast<std::size_t>(e->chosen.load())]);
+    // Every variant writes the whole output: the last one run leaves the call's result.
+    double best[2] = {INFINITY, INFINITY};
+    for (int t = 0; t < ConvEntry::trials; ++t)
+      for (std::size_t i = 0; i < e->variants.size(); ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        CLEAVE_CHECK_OK(run_variant(call, *c, e->variants[i]));
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        best[i] = std::min(best[i], s);
       }
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = run_variant(call, *c, e->variants[static_cast<std::size_t>(v)]);
-    if (timed && s.is_ok()) {
-      double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::lock_guard lock(e->mutex);
-      e->best[v] = std::min(e->best[v], t);
-      if (e->started >= ConvEntry::trials && e->chosen.load() < 0)
-        e->chosen.store(e->best[1] < e->best[0] ? 1 : 0, std::memory_order_release);
-    }
-    return s;
+    e->chosen.store(best[1] < best[0] ? 1 : 0, std::memory_order_release);
+    return Status::ok();
   }
 
  private:
@@ -350,6 +350,10 @@ class ConvKernel final : public Kernel {
       } catch (dnnl::error const&) {
       }
       ConvVariant blocked = make_variant(c, /*blocked=*/true);
+      // oneDNN's reference kernel on plain layouts (strided dX blocks, some 1x1 strided
+      // backward-data shapes) is 10-60x slower than its blocked kernel plus reorders: not tried.
+      if (!e->variants.empty() && e->variants[0].reference && !blocked.reference)
+        e->variants.clear();
       if (e->variants.empty() || blocked.src.staged() || blocked.weights.staged() ||
           blocked.dst.staged())
         e->variants.push_back(std::move(blocked));

@@ -24,11 +24,12 @@ bool same_region(KernelCall const& call, std::size_t input) {
 
 // ---- eltwise -------------------------------------------------------------------------------
 
+// The activation of `op`, or of the forward op of its gradient (`gelu_grad`: X, dY -> dX).
 std::optional<dnnl::algorithm> eltwise_algorithm(ir::Op const& op) {
   if (op.type == "relu") return dnnl::algorithm::eltwise_relu;
   if (op.type == "tanh") return dnnl::algorithm::eltwise_tanh;
   if (op.type == "sigmoid") return dnnl::algorithm::eltwise_logistic;
-  if (op.type == "gelu") {
+  if (op.type == "gelu" || op.type == "gelu_grad") {
     auto approx = op.attrs.get_string("approximate", "none");
     if (approx == "none") return dnnl::algorithm::eltwise_gelu_erf;
     if (approx == "tanh") return dnnl::algorithm::eltwise_gelu_tanh;
@@ -51,6 +52,11 @@ class EltwiseKernel final : public Kernel {
     auto e = entry(call);
     if (!e) return Error(ErrorCode::unsupported, "onednn_eltwise: not an activation it handles");
     CLEAVE_CHECK_OK(detail::check_data(name(), call));
+    if (call.inputs.size() == 2)
+      return detail::execute(name(), e->primitive, e->scratch,
+                             {{DNNL_ARG_SRC, detail::wrap(e->a, call.inputs[0].data)},
+                              {DNNL_ARG_DIFF_DST, detail::wrap(e->a, call.inputs[1].data)},
+                              {DNNL_ARG_DIFF_SRC, detail::wrap(e->a, call.output.data)}});
     return detail::execute(name(), e->primitive, e->scratch,
                            {{DNNL_ARG_SRC, detail::wrap(e->a, call.inputs[0].data)},
                             {DNNL_ARG_DST, detail::wrap(e->a, call.output.data)}});
@@ -60,18 +66,29 @@ class EltwiseKernel final : public Kernel {
   std::shared_ptr<SimpleEntry const> entry(KernelCall const& call) const {
     if (call.op == nullptr) return nullptr;
     auto algorithm = eltwise_algorithm(*call.op);
-    if (!algorithm || !detail::inputs_dense(call) || call.inputs.size() != 1 ||
-        !same_region(call, 0))
+    bool backward = call.op->type.ends_with("_grad");
+    if (!algorithm || !detail::inputs_dense(call) || call.inputs.size() != (backward ? 2u : 1u) ||
+        !same_region(call, 0) || (backward && !same_region(call, 1)))
       return nullptr;
     std::int64_t n = tdl::box_volume(call.piece->output);
-    std::string key = detail::make_key("eltwise", {{static_cast<std::int64_t>(*algorithm), n}});
+    std::string key = detail::make_key(backward ? "eltwise_backward" : "eltwise",
+                                       {{static_cast<std::int64_t>(*algorithm), n}});
     return cache_.get(key, [&] {
       auto e = std::make_shared<SimpleEntry>();
       e->a = flat(n);
-      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, *algorithm, e->a, 0.f);
-      dnnl::eltwise_forward::primitive_desc pd(desc, detail::default_attr(), detail::cpu_engine());
-      e->scratch = pd.scratchpad_desc();
-      e->primitive = dnnl::eltwise_forward(pd);
+      auto const& eng = detail::cpu_engine();
+      auto prop = backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+      dnnl::eltwise_forward::primitive_desc fwd({prop, *algorithm, e->a, 0.f},
+                                                detail::default_attr(), eng);
+      if (backward) {
+        dnnl::eltwise_backward::primitive_desc pd({*algorithm, e->a, e->a, 0.f},
+                                                  detail::default_attr(), eng, fwd);
+        e->scratch = pd.scratchpad_desc();
+        e->primitive = dnnl::eltwise_backward(pd);
+      } else {
+        e->scratch = fwd.scratchpad_desc();
+        e->primitive = dnnl::eltwise_forward(fwd);
+      }
       return std::shared_ptr<SimpleEntry const>(std::move(e));
     });
   }

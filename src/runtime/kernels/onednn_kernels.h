@@ -19,6 +19,13 @@ std::unique_ptr<Kernel> make_eltwise_kernel();
 std::unique_ptr<Kernel> make_binary_kernel();
 std::unique_ptr<Kernel> make_softmax_kernel();
 std::unique_ptr<Kernel> make_layer_norm_kernel();
+// cross_entropy and its gradient on oneDNN (log-)softmax of whole rows (onednn_loss.cc).
+std::unique_ptr<Kernel> make_cross_entropy_kernel();
+// Batch norm's statistics, apply and gradients as loops over (n, c) planes (batch_norm_kernel.cc).
+std::unique_ptr<Kernel> make_batch_norm_kernel();
+// Copies: a reshape of one contiguous range, a read shifted per dimension (slice, slice_grad,
+// padding) (copy_kernels.cc).
+std::unique_ptr<Kernel> make_copy_kernel();
 // Plain loops: every op whose statement is element-wise
 // or a top-level reduction of an element-wise body with affine indices (expression_kernel.cc).
 std::unique_ptr<Kernel> make_expression_kernel();
