@@ -68,4 +68,20 @@ Slicing slice(UnitDag const& dag, Links const& links, int num_devices) {
   return out;
 }
 
+Slicing linear_clusters(UnitDag const& dag, Links const& links) {
+  Slicing out;
+  out.cluster.assign(dag.size(), -1);
+  std::vector<std::uint32_t> left = dag.topo;
+  while (!left.empty()) {
+    auto lv = levels(dag, links, out.cluster, &left);
+    std::uint32_t start = left[0];
+    for (std::uint32_t u : left)
+      if (lv.weight(u) > lv.weight(start)) start = u;
+    take_path(dag, links, lv, out.cluster, start, out.clusters++);
+    std::erase_if(left, [&](std::uint32_t u) { return out.cluster[u] >= 0; });
+  }
+  out.levels = levels(dag, links, out.cluster);
+  return out;
+}
+
 }  // namespace cleave::search::pardnn
