@@ -106,9 +106,11 @@ def scaling(cleave, timeout, models):
     print()
     print("The largest batch (in the model's batch unit, to within an eighth) that pardnn fits on "
           "dgx2's first n devices, and samples/s at it; a search past the timeout counts as not "
-          "fitting. The paper: batch up to 16x from 1 to 16 GPUs, superlinear throughput.")
+          "fitting; the last two columns are over the fewest devices where some batch fits. The "
+          "paper: batch up to 16x from 1 to 16 GPUs, superlinear throughput.")
     print()
-    print("| model | devices | largest batch | samples/s | batch over 1 device | samples/s over 1 device |")
+    print("| model | devices | largest batch | samples/s | batch over the fewest devices "
+          "| samples/s over the fewest devices |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as d:
         for name, spec, _, unit in models:
