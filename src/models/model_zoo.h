@@ -83,9 +83,9 @@ class ModelZoo {
 // Registration of the built-in model families (one file each).
 void add_mlp(ModelZoo& zoo);
 void add_cnns(ModelZoo& zoo);          // alexnet, vgg
-void add_resnet(ModelZoo& zoo);        // resnet (and WResNet via width)
+void add_resnet(ModelZoo& zoo);        // resnet (and WResNet via width), wrn (CIFAR WRN)
 void add_inception(ModelZoo& zoo);     // inception v3
-void add_rnns(ModelZoo& zoo);          // rnn (stacked LSTM), nmt
+void add_rnns(ModelZoo& zoo);          // rnn (stacked LSTM), nmt, crn (Char-CRN)
 void add_transformers(ModelZoo& zoo);  // gpt, bert
 
 }  // namespace cleave::models

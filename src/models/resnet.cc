@@ -8,6 +8,9 @@
 // the WResNet of Tofu's Table 2, whose weight sizes it reproduces within 2%
 // (docs/zoo_cnn_notes.md). torchvision's wide_resnet50_2 widens only the bottleneck's inner width,
 // which gives 51-62% of Tofu's sizes.
+//
+// wrn: Zagoruyko and Komodakis' wide ResNets on CIFAR-sized images, ParDNN's WRN and WRN-2
+// (PAPERS.md §3).
 #include <vector>
 
 #include "models/layers.h"
@@ -129,6 +132,48 @@ void build_resnet(ops::OpBuilder& b, ModelArgs const& a) {
   classification_loss(b, linear(b, x, a.integer("classes"), "fc"));
 }
 
+// A pre-activation basic block of a wide ResNet (Zagoruyko and Komodakis): bn, relu, 3x3 conv
+// (strided), bn, relu, 3x3 conv, plus the input, or a strided 1x1 projection of the activated
+// input where the shape changes.
+ir::TensorId wide_block(ops::OpBuilder& b, ir::TensorId x, std::int64_t planes,
+                        std::int64_t stride) {
+  auto a = b.op("relu", {batch_norm(b, x, "bn1")}, {}, "relu1");
+  auto y = conv2d(b, a, conv(planes, /*kernel=*/3, stride), "conv1");
+  y = b.op("relu", {batch_norm(b, y, "bn2")}, {}, "relu2");
+  y = conv2d(b, y, conv(planes, 3), "conv2");
+  bool same = stride == 1 && b.shape_of(x).size() == 4 && b.shape_of(x)[1] == planes;
+  auto skip = same ? x : conv2d(b, a, conv(planes, /*kernel=*/1, stride), "shortcut");
+  return b.op("add", {y, skip}, {}, "residual");
+}
+
+// WRN-depth-width on CIFAR-sized images: a 16-channel 3x3 stem, three groups of
+// (depth - 4) / 6 wide blocks of 16, 32 and 64 x width channels (strides 1, 2, 2), then bn,
+// relu, global average pool and the classifier. ParDNN's WRN is WRN-610-14, its WRN-2 WRN-304-28.
+void build_wrn(ops::OpBuilder& b, ModelArgs const& a) {
+  std::int64_t depth = a.integer("depth"), width = a.integer("width");
+  if ((depth - 4) % 6 != 0 || width > max_width) {
+    b.fail(Error(ErrorCode::invalid_argument, "model 'wrn': depth=" + std::to_string(depth) +
+                                                  ", width=" + std::to_string(width) +
+                                                  ": depth must be 6n + 4 with n >= 1 (10, 16, 22, "
+                                                  "28, ...) and width at most " +
+                                                  std::to_string(max_width)));
+    return;
+  }
+  std::int64_t image = a.integer("image");
+  auto x = b.input("input", {a.integer("batch"), 3, image, image}, a.dtype());
+  x = conv2d(b, x, conv(16, /*kernel=*/3), "conv1");
+  for (std::int64_t g = 0; g < 3; ++g) {
+    auto s = b.scope("group" + std::to_string(g + 1));
+    for (std::int64_t j = 0; j < (depth - 4) / 6; ++j) {
+      auto block = b.scope(std::to_string(j));
+      x = wide_block(b, x, (16 << g) * width, j == 0 && g > 0 ? 2 : 1);
+    }
+  }
+  x = b.op("relu", {batch_norm(b, x, "bn")}, {}, "relu");
+  x = flatten(b, b.op("global_avg_pool", {x}, {}, "avgpool"), "flatten");
+  classification_loss(b, linear(b, x, a.integer("classes"), "fc"));
+}
+
 }  // namespace
 
 void add_resnet(ModelZoo& zoo) {
@@ -150,6 +195,21 @@ void add_resnet(ModelZoo& zoo) {
       {"image", KeyKind::integer, "224", "side of the square input image", 1, {}}};
   def.build = build_resnet;
   auto st = zoo.add(std::move(def));
+  CLEAVE_ASSERT(st.is_ok(), "duplicate model");
+
+  ModelDef wrn;
+  wrn.name = "wrn";
+  wrn.summary = "wide ResNet (Zagoruyko and Komodakis' WRN-depth-width, pre-activation basic "
+                "blocks, CIFAR-sized images); ParDNN's WRN: depth=610,width=14, WRN-2: "
+                "depth=304,width=28";
+  wrn.keys = {
+      {"depth", KeyKind::integer, "28", "weight layers, 6n + 4 (n blocks per group)", 10, {}},
+      {"width", KeyKind::integer, "10", "widening factor of the three groups", 1, {}},
+      {"batch", KeyKind::integer, "128", "samples per step", 1, {}},
+      {"classes", KeyKind::integer, "10", "output classes (CIFAR-10)", 2, {}},
+      {"image", KeyKind::integer, "32", "side of the square input image", 4, {}}};
+  wrn.build = build_wrn;
+  st = zoo.add(std::move(wrn));
   CLEAVE_ASSERT(st.is_ok(), "duplicate model");
 }
 

@@ -1,4 +1,4 @@
-// rnn and nmt: LSTM models unrolled over time steps, as a framework's static graph holds them (a
+// rnn, nmt and crn: LSTM models unrolled over time steps, as a framework's static graph holds them (a
 // cell is two matmuls and element-wise ops, layers.h). Every layer's weights are created once and
 // used by every time step, so the graph shows the weight sharing that Tofu coarsens away
 // (PAPERS.md §1: "merge unrolled RNN time steps").
@@ -6,6 +6,8 @@
 //    FlexFlow's RNNLM and RNNTC (§2: 2 layers hidden 2048, and 4 layers hidden 1024, 40 steps)
 //    and, with directions=2, SwapAdvisor's BRNN (§4: 4 layers, hidden 8K, batch 128).
 //  - nmt: FlexFlow's NMT (§2: 2+2 LSTM layers, hidden 1024, attention).
+//  - crn: ParDNN's Char-CRN (§3: 8 and 32 LSTM layers over a character-aware word encoder).
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -54,13 +56,14 @@ std::vector<ir::TensorId> embed_steps(ops::OpBuilder& b, ir::TensorId table, std
   return out;
 }
 
-// Every layer's input is `hidden` wide: the embedding width equals the hidden size.
-std::vector<LstmWeights> stack_weights(ops::OpBuilder& b, std::int64_t layers, std::int64_t hidden,
-                                       std::string const& name, ir::DType dtype) {
+// The first layer reads `input` features, every other layer the `hidden` of the one below.
+std::vector<LstmWeights> stack_weights(ops::OpBuilder& b, std::int64_t layers, std::int64_t input,
+                                       std::int64_t hidden, std::string const& name,
+                                       ir::DType dtype) {
   auto s = b.scope(name);
   std::vector<LstmWeights> w;
   for (std::int64_t l = 0; l < layers; ++l)
-    w.push_back(lstm_weights(b, hidden, hidden, at("layer", l), dtype));
+    w.push_back(lstm_weights(b, l == 0 ? input : hidden, hidden, at("layer", l), dtype));
   return w;
 }
 
@@ -153,7 +156,7 @@ void build_rnn(ops::OpBuilder& b, ModelArgs const& a) {
     sequence_loss(b, logits);
     return;
   }
-  auto w = stack_weights(b, layers, hidden, "lstm", dtype);
+  auto w = stack_weights(b, layers, hidden, hidden, "lstm", dtype);
   auto states = zero_states(b, layers, batch, hidden, "lstm", dtype);
   if (lm) {
     // RNNLM: predict the next token at every step with one shared output layer.
@@ -171,6 +174,81 @@ void build_rnn(ops::OpBuilder& b, ModelArgs const& a) {
   for (std::int64_t t = 0; t < steps; ++t)
     top = stack_step(b, inputs[static_cast<std::size_t>(t)], states, w, "lstm", t);
   classification_loss(b, linear(b, top, a.integer("classes"), "classifier"));
+}
+
+// Kim et al.'s character-aware word encoder (Char-CRN's front end), its weights shared by every
+// step: a character table [char_vocab, 15]; per filter width w = 1..7, min(200, 50 w) filters
+// [f, 1, w, 15] with a bias; two highway layers over the 1100 pooled features.
+struct CharEncoder {
+  ir::TensorId table;
+  std::vector<ir::TensorId> filters, biases;
+  std::vector<SharedLinear> gates, transforms;  // per highway layer
+};
+constexpr std::int64_t char_width = 15, max_filter_width = 7, char_features = 1100;
+
+CharEncoder char_encoder(ops::OpBuilder& b, std::int64_t char_vocab, ir::DType dtype) {
+  auto s = b.scope("chars");
+  CharEncoder e{b.weight("embedding.weight", {char_vocab, char_width}, dtype), {}, {}, {}, {}};
+  for (std::int64_t w = 1; w <= max_filter_width; ++w) {
+    std::int64_t f = std::min<std::int64_t>(200, 50 * w);
+    e.filters.push_back(b.weight(at("conv", w) + ".weight", {f, 1, w, char_width}, dtype));
+    e.biases.push_back(b.weight(at("conv", w) + ".bias", {f, 1, 1}, dtype));
+  }
+  for (std::int64_t l = 0; l < 2; ++l) {
+    e.gates.push_back(
+        shared_linear(b, char_features, char_features, at("highway", l) + ".gate", dtype));
+    e.transforms.push_back(
+        shared_linear(b, char_features, char_features, at("highway", l) + ".transform", dtype));
+  }
+  return e;
+}
+
+// One step's words [batch] of `chars` characters each -> [batch, 1100]: each filter width's
+// narrow convolution over the characters (the kernel spans the embedding), tanh, max over
+// positions; joined; then y + t (relu(W_h y + b_h) - y) with the gate t = sigmoid(W_t y + b_t).
+ir::TensorId encode_words(ops::OpBuilder& b, CharEncoder const& e, std::int64_t batch,
+                          std::int64_t chars, std::int64_t t) {
+  auto s = b.scope(at("chars.step", t));
+  auto ids = b.input("ids", {batch, chars}, ir::DType::int64);
+  auto x = b.op("embedding", {e.table, ids}, {}, "lookup");
+  x = b.op("reshape", {x}, {{"shape", Ints{batch, 1, chars, char_width}}}, "image");
+  std::vector<ir::TensorId> pooled;
+  for (std::size_t i = 0; i < e.filters.size(); ++i) {
+    auto c = b.scope(at("conv", static_cast<std::int64_t>(i) + 1));
+    auto y = b.op("conv2d", {x, e.filters[i]}, {}, "conv");
+    y = b.op("tanh", {b.op("add", {y, e.biases[i]}, {}, "add_bias")}, {}, "tanh");
+    pooled.push_back(b.op("global_max_pool", {y}, {}, "max"));
+  }
+  auto y = b.op("reshape", {b.op("concat", pooled, {{"axis", std::int64_t{1}}}, "features")},
+                {{"shape", Ints{batch, char_features}}}, "flat");
+  for (std::size_t l = 0; l < e.gates.size(); ++l) {
+    auto hs = b.scope(at("highway", static_cast<std::int64_t>(l)));
+    auto gate = b.op("sigmoid", {apply(b, e.gates[l], y, "gate")}, {}, "sigmoid");
+    auto h = b.op("relu", {apply(b, e.transforms[l], y, "transform")}, {}, "relu");
+    auto carry = b.op("mul", {gate, b.op("sub", {h, y}, {}, "sub")}, {}, "mul");
+    y = b.op("add", {y, carry}, {}, "add");
+  }
+  return y;
+}
+
+// Char-CRN: the character-aware encoder of every step's words, a stacked LSTM over the steps and
+// a word softmax at every step, as rnn's language model.
+void build_crn(ops::OpBuilder& b, ModelArgs const& a) {
+  std::int64_t layers = a.integer("layers"), hidden = a.integer("hidden");
+  std::int64_t steps = a.integer("steps"), batch = a.integer("batch");
+  std::int64_t chars = a.integer("chars");
+  ir::DType dtype = a.dtype();
+
+  auto encoder = char_encoder(b, a.integer("char_vocab"), dtype);
+  auto w = stack_weights(b, layers, char_features, hidden, "lstm", dtype);
+  auto states = zero_states(b, layers, batch, hidden, "lstm", dtype);
+  auto decoder = shared_linear(b, hidden, a.integer("vocab"), "decoder", dtype);
+  std::vector<ir::TensorId> logits;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    auto top = stack_step(b, encode_words(b, encoder, batch, chars, t), states, w, "lstm", t);
+    logits.push_back(apply(b, decoder, top, at("decoder.step", t)));
+  }
+  sequence_loss(b, logits);
 }
 
 // Luong's dot attention for one decoder step: scores = h . memory_s over the source steps s,
@@ -199,7 +277,7 @@ void build_nmt(ops::OpBuilder& b, ModelArgs const& a) {
   // Encoder over the source sentence; its top outputs are the attention memory [B, S, H].
   auto src_table = b.weight("encoder.embedding.weight", {vocab, hidden}, dtype);
   auto src = embed_steps(b, src_table, steps, batch, "encoder.embedding");
-  auto enc_w = stack_weights(b, layers, hidden, "encoder", dtype);
+  auto enc_w = stack_weights(b, layers, hidden, hidden, "encoder", dtype);
   auto states = zero_states(b, layers, batch, hidden, "encoder", dtype);
   std::vector<ir::TensorId> outputs;
   for (std::int64_t t = 0; t < steps; ++t)
@@ -213,7 +291,7 @@ void build_nmt(ops::OpBuilder& b, ModelArgs const& a) {
   // Decoder, started from the encoder's final states and fed the target tokens (teacher forcing).
   auto tgt_table = b.weight("decoder.embedding.weight", {vocab, hidden}, dtype);
   auto tgt = embed_steps(b, tgt_table, steps, batch, "decoder.embedding");
-  auto dec_w = stack_weights(b, layers, hidden, "decoder", dtype);
+  auto dec_w = stack_weights(b, layers, hidden, hidden, "decoder", dtype);
   auto combine = shared_linear(b, 2 * hidden, hidden, "attention.combine", dtype);
   auto project = shared_linear(b, hidden, vocab, "decoder.output", dtype);
   std::vector<ir::TensorId> logits;
@@ -269,6 +347,32 @@ void add_rnns(ModelZoo& zoo) {
       {"vocab", KeyKind::integer, "32000", "source and target vocabulary size", 2, {}}};
   nmt.build = build_nmt;
   st = zoo.add(std::move(nmt));
+  CLEAVE_ASSERT(st.is_ok(), "duplicate model");
+
+  ModelDef crn;
+  crn.name = "crn";
+  crn.summary = "Char-CRN (ParDNN's, after Kim et al.'s character-aware language model): each "
+                "word's characters through convolutions of widths 1-7, max over positions and "
+                "two highway layers, then a stacked LSTM and a word softmax at every step";
+  crn.keys = {{"layers", KeyKind::integer, "2", "LSTM layers", 1, {}},
+              {"hidden",
+               KeyKind::integer,
+               "650",
+               "LSTM hidden size (Kim et al.'s large model: 650)",
+               1,
+               {}},
+              {"steps", KeyKind::integer, "35", "unrolled time steps (Kim et al.: 35)", 1, {}},
+              {"batch", KeyKind::integer, "20", "sequences per step (Kim et al.: 20)", 1, {}},
+              {"chars",
+               KeyKind::integer,
+               "21",
+               "characters per word, padded (the widest filter: 7)",
+               7,
+               {}},
+              {"char_vocab", KeyKind::integer, "51", "characters (embedding rows)", 2, {}},
+              {"vocab", KeyKind::integer, "10000", "words (softmax outputs)", 2, {}}};
+  crn.build = build_crn;
+  st = zoo.add(std::move(crn));
   CLEAVE_ASSERT(st.is_ok(), "duplicate model");
 }
 

@@ -98,6 +98,13 @@ std::vector<Algorithm> const& table() {
         "",
         {}},
        plain(pardnn::critical_path)},
+      {{"linear-clustering",
+        "Kim and Browne's linear clustering: every op whole, heaviest paths taken as clusters "
+        "until none is left (levels recomputed each time), merged onto the devices by load, then "
+        "the memory step of pardnn",
+        "",
+        {}},
+       plain(pardnn::linear_clustering)},
       {{"swapadvisor",
         "SwapAdvisor: device 0's op schedule, memory pool (size classes, objects per class) and "
         "swaps to the host, searched by a genetic algorithm over the swap planner (Belady among "

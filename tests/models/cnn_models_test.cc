@@ -1,4 +1,5 @@
-// The CNN zoo models (alexnet, vgg, resnet, inception): parameter counts equal torchvision's,
+// The CNN zoo models (alexnet, vgg, resnet, inception, wrn): parameter counts equal torchvision's
+// (wrn: the closed form, WRN-28-10's published count and ParDNN's),
 // key feature maps have the right shapes, op counts follow from the architectures, WResNet grows
 // with width as Tofu's Table 2 does, and bad values are errors that list what is accepted.
 #include <chrono>
@@ -190,6 +191,37 @@ TEST_F(CnnModels, WResNet152Width10BuildsQuickly) {
   EXPECT_EQ(shape(g, "layer4.2.relu"), (ir::Shape{64, 20480, 7, 7}));
 }
 
+// WRN-depth-width: a 3x3 stem to 16 channels; per group g of n = (depth - 4) / 6 blocks, width
+// 16 x 2^g x width, two 3x3 convolutions and two batch norms per block, a 1x1 projection where
+// the width changes; a final batch norm and the classifier.
+std::int64_t wrn(std::int64_t depth, std::int64_t width, std::int64_t classes) {
+  std::int64_t n = (depth - 4) / 6, p = 3 * 9 * 16, in = 16;
+  for (std::int64_t g = 0; g < 3; ++g) {
+    std::int64_t c = (16 << g) * width;
+    p += (2 * in + 9 * in * c) + (2 * c + 9 * c * c);  // the first block
+    p += (n - 1) * 2 * (2 * c + 9 * c * c);            // the others
+    if (in != c) p += in * c;                          // its projection
+    in = c;
+  }
+  return p + 2 * in + in * classes + classes;
+}
+
+// Wide ResNets: WRN-28-10's published 36.5M (36,479,194 in PyTorch implementations), ParDNN's WRN
+// (610 layers, width 14: 1.91B) and WRN-2 (304, width 28: 3.77B); 11 ops per block (2 x (3 bn ops,
+// relu, conv) + add), a 1x1 projection per group, stem 1, head 9.
+TEST_F(CnnModels, WideResnetsOfParDnn) {
+  EXPECT_EQ(parameters(build("wrn")), 36'479'194);
+  EXPECT_EQ(parameters(build("wrn")), wrn(28, 10, 10));
+  EXPECT_EQ(parameters(build("wrn:depth=16,width=4,classes=100")), wrn(16, 4, 100));
+  auto big = build("wrn:depth=610,width=14");
+  EXPECT_EQ(parameters(big), wrn(610, 14, 10));
+  EXPECT_NEAR(static_cast<double>(parameters(big)), 1.91e9, 0.01e9);
+  EXPECT_EQ(big.num_ops(), 1u + 303 * 11 + 3 + 9);
+  EXPECT_NEAR(static_cast<double>(parameters(build("wrn:depth=304,width=28"))), 3.77e9, 0.01e9);
+  EXPECT_EQ(shape(build("wrn:depth=10,width=2,batch=4"), "group3.0.residual"),
+            (ir::Shape{4, 128, 8, 8}));
+}
+
 TEST_F(CnnModels, BadValuesListWhatIsAccepted) {
   testing::BadSpec const cases[] = {
       {"vgg:depth=12", "depth (default 16): weight layers (A: 11, B: 13, D: 16, E: 19); one of 11 "
@@ -204,6 +236,8 @@ TEST_F(CnnModels, BadValuesListWhatIsAccepted) {
       {"alexnet:image=256", "accepted images include 223-254 (6x6), 415-446 (12x12)"},
       {"vgg:image=100", "accepted images include 224-255 (7x7), 448-479 (14x14)"},
       {"alexnet:depth=8", "model 'alexnet' has no key 'depth'"},
+      {"wrn:depth=30", "depth=30, width=10: depth must be 6n + 4 with n >= 1"},
+      {"wrn:depth=4", "depth=4 is below the smallest accepted value 10"},
   };
   testing::expect_errors(zoo_, *registry_, cases);
 }

@@ -1,6 +1,7 @@
-// The sequence models (rnn, nmt, gpt, bert): exact parameter counts against closed forms and the
-// published GPT-2 / BERT counts, graph structure (weight sharing over time steps, tied
+// The sequence models (rnn, nmt, crn, gpt, bert): exact parameter counts against closed forms and
+// the published GPT-2 / BERT counts, graph structure (weight sharing over time steps, tied
 // embeddings, one op per framework op), errors that say what is accepted, and GPT-3 scale.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <gtest/gtest.h>
@@ -133,6 +134,32 @@ TEST_F(SequenceModels, BidirectionalRnnRunsEachLayerBothWays) {
   EXPECT_EQ(count_ops(g, "concat"), 2 * 5 + 1);  // both directions per step, then the logits
 }
 
+// Char-CRN: a character table [C, 15]; filters of widths 1-7 (min(200, 50 w) each, 1100 in all)
+// with biases; two highway layers (gate and transform, 1100 x 1100 + 1100 each); LSTM layers
+// (the first reads the 1100 features); the word softmax.
+I crn(I layers, I h, I chars, I v) {
+  I p = chars * 15;
+  for (I w = 1; w <= 7; ++w)
+    p += std::min<I>(200, 50 * w) * (w * 15 + 1);
+  p += 4 * (1100 * 1100 + 1100);
+  p += 4 * h * (1100 + h + 1) + (layers - 1) * 4 * h * (2 * h + 1);
+  return p + h * v + v;
+}
+
+TEST_F(SequenceModels, CharCrnParameterCountsMatchTheClosedFormAndParDnn) {
+  EXPECT_EQ(params("crn"), crn(2, 650, 51, 10000));
+  EXPECT_EQ(params("crn:layers=3,hidden=16,steps=2,batch=2,chars=9,char_vocab=20,vocab=30"),
+            crn(3, 16, 20, 30));
+  // ParDNN's Char-CRN (0.23B) and Char-CRN-2 (1.09B), docs/zoo.md.
+  EXPECT_NEAR(static_cast<double>(params("crn:layers=8,hidden=1792")), 0.23e9, 0.01e9);
+  EXPECT_NEAR(static_cast<double>(params("crn:layers=32,hidden=2048")), 1.09e9, 0.01e9);
+  // Every step's encoder shares the filters: one conv weight of width 3, 4 steps reading it.
+  auto g = build("crn:layers=1,hidden=8,steps=4,batch=2,chars=7,char_vocab=20,vocab=30");
+  auto filter = g.find_tensor("chars.conv3.weight");
+  ASSERT_TRUE(filter.has_value());
+  EXPECT_EQ(g.consumers(*filter).size(), 4u);
+}
+
 TEST_F(SequenceModels, TinyInstancesEndInAScalarLoss) {
   for (char const* spec :
        {"rnn:layers=2,hidden=8,steps=3,vocab=11,batch=2",
@@ -142,6 +169,7 @@ TEST_F(SequenceModels, TinyInstancesEndInAScalarLoss) {
         "rnn:task=classify,layers=2,hidden=4,steps=2,vocab=5,batch=2,directions=2",
         "nmt:layers=2,hidden=8,steps=3,vocab=11,batch=2",
         "nmt:layers=1,hidden=4,steps=1,vocab=2,batch=1",
+        "crn:layers=2,hidden=8,steps=3,batch=2,chars=8,vocab=11",
         "gpt:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2",
         "bert:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2,dtype=bf16"}) {
     auto g = build(spec);
@@ -215,6 +243,7 @@ TEST_F(SequenceModels, BadValuesSayWhatIsAccepted) {
       {"bert:vocab=1", "vocab=1 is below the smallest accepted value 2"},
       {"rnn:classes=1", "classes=1 is below the smallest accepted value 2"},
       {"nmt:heads=4", "model 'nmt' has no key 'heads'; accepted keys:"},
+      {"crn:chars=5", "chars=5 is below the smallest accepted value 7"},
   };
   for (auto const& c : cases) {
     std::string message = error_of(c.spec);

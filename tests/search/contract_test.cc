@@ -213,7 +213,7 @@ TEST(SearchCost, AProfileReachesTofuRanked) {
 TEST(SearchTable, HelpNamesEveryAlgorithmWithItsOptions) {
   std::string help = algorithms_help();
   auto infos = algorithm_infos();
-  EXPECT_EQ(infos.size(), 16u);
+  EXPECT_EQ(infos.size(), 17u);
   for (auto const& info : infos) {
     EXPECT_NE(help.find("  " + info.name + ": " + info.summary), std::string::npos) << info.name;
     for (auto const& o : info.options)

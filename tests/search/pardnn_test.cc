@@ -1,8 +1,8 @@
-// ParDNN and the critical-path baseline (issue 16): their plans keep every op whole, order every
-// device, validate, lower, simulate, fit and compute what the graph computes; the same seed gives
-// the same plan; on tiny graphs a plan fits wherever some whole-op placement fits (checked against
-// every placement), and where none fits the error names each device's shortfall; an op no device
-// can hold is an error naming it.
+// ParDNN and its baselines, critical-path placement and linear clustering (issue 16): their plans
+// keep every op whole, order every device, validate, lower, simulate, fit and compute what the
+// graph computes; the same seed gives the same plan; on tiny graphs a plan fits wherever some
+// whole-op placement fits (checked against every placement), and where none fits the error names
+// each device's shortfall; an op no device can hold is an error naming it.
 #include <gtest/gtest.h>
 #include <random>
 #include <regex>
@@ -22,7 +22,7 @@
 namespace cleave::search {
 namespace {
 
-std::array<char const*, 2> const algos = {"pardnn", "critical-path"};
+std::array<char const*, 3> const algos = {"pardnn", "critical-path", "linear-clustering"};
 
 struct Case {
   std::unique_ptr<ops::OpRegistry> registry = ops::OpRegistry::with_builtins();
@@ -112,15 +112,17 @@ TEST(Pardnn, SameSeedSamePlan) {
 
 // A stacked RNN runs its layers as a wavefront: ParDNN's primary clusters (the heaviest paths)
 // put the layers' chains on different devices, so its step is shorter than on one device and
-// than critical-path placement's, whose earliest-finish choices scatter the chains (PAPERS.md §3:
-// ParDNN 1.1-7x over critical-path placement).
-TEST(Pardnn, BeatsOneDeviceAndCriticalPathOnAStackedRnn) {
+// than critical-path placement's, whose earliest-finish choices scatter the chains, and than
+// linear clustering's, whose clusters are merged by load alone (PAPERS.md §3: ParDNN 1.1-7x over
+// both).
+TEST(Pardnn, BeatsOneDeviceCriticalPathAndLinearClusteringOnAStackedRnn) {
   Case c("rnn:layers=4,hidden=512,steps=16,batch=32,vocab=1000", 32);
   auto cluster = *cluster::load_cluster("dgx2");
   auto p = c.plan("pardnn", cluster);
   auto one = c.plan("single", cluster);
   auto cp = c.plan("critical-path", cluster);
-  ASSERT_TRUE(p.has_value() && one.has_value() && cp.has_value());
+  auto lc = c.plan("linear-clustering", cluster);
+  ASSERT_TRUE(p.has_value() && one.has_value() && cp.has_value() && lc.has_value());
   std::set<int> used;
   for (auto const& op : p->ops)
     used.insert(op.devices[0]);
@@ -128,6 +130,41 @@ TEST(Pardnn, BeatsOneDeviceAndCriticalPathOnAStackedRnn) {
   double step = c.predict(*p, cluster).step_time_s;
   EXPECT_LT(step, 0.8 * c.predict(*one, cluster).step_time_s);
   EXPECT_LT(step, c.predict(*cp, cluster).step_time_s);
+  EXPECT_LT(step, c.predict(*lc, cluster).step_time_s);
+}
+
+// Linear clustering on independent chains of products (different widths, so different weights):
+// each chain is one heaviest path, so one cluster, and the merge by load gives each its own device.
+TEST(Pardnn, LinearClusteringKeepsEachChainOnOneDevice) {
+  auto registry = ops::OpRegistry::with_builtins();
+  ir::GraphBuilder b(*registry);
+  std::vector<std::vector<std::string>> chains;
+  for (std::int64_t width : {64, 96, 128, 160}) {
+    auto x = *b.add_source("x" + std::to_string(width), {{256, width}, ir::DType::fp32},
+                           ir::TensorRole::input);
+    auto w = *b.add_source("w" + std::to_string(width), {{width, width}, ir::DType::fp32},
+                           ir::TensorRole::weight);
+    chains.emplace_back();
+    for (int i = 0; i < 3; ++i) {
+      chains.back().push_back("c" + std::to_string(width) + "_" + std::to_string(i));
+      x = *b.add_op1({"linear", {x, w}, {}, chains.back().back(), {}, {}});
+    }
+  }
+  Case c(*b.finish());
+  auto cluster = *cluster::load_cluster("cpu:devices=4");
+  auto p = c.plan("linear-clustering", cluster);
+  ASSERT_TRUE(p.has_value()) << p.error().to_string();
+  EXPECT_NE(p->provenance.config.find("clusters=4 "), std::string::npos) << p->provenance.config;
+  std::set<int> used;
+  for (auto const& chain : chains) {
+    std::set<int> on;
+    for (auto const& name : chain)
+      for (auto const& op : c.graph.ops())
+        if (op.name == name) on.insert(p->ops[op.id.value()].devices[0]);
+    EXPECT_EQ(on.size(), 1u) << chain[0];
+    used.insert(on.begin(), on.end());
+  }
+  EXPECT_EQ(used.size(), 4u);
 }
 
 // A random forward graph of `ops` ops in lanes of different widths (unary and binary pointwise

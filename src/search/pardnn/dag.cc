@@ -106,7 +106,8 @@ UnitDag build_unit_dag(SearchContext const& ctx, OpGraph const& graph) {
   return dag;
 }
 
-Levels levels(UnitDag const& dag, Links const& links, std::vector<int> const& cluster) {
+Levels levels(UnitDag const& dag, Links const& links, std::vector<int> const& cluster,
+              std::vector<std::uint32_t> const* unclustered) {
   std::size_t const n = dag.size();
   Levels out;
   out.top.assign(n, 0.0);
@@ -114,17 +115,21 @@ Levels levels(UnitDag const& dag, Links const& links, std::vector<int> const& cl
   auto comm = [&](std::uint32_t a, std::uint32_t b, std::int64_t bytes) {
     return cluster[a] >= 0 && cluster[a] == cluster[b] ? 0.0 : links.mean_seconds(bytes);
   };
-  for (std::uint32_t u : dag.topo)
+  // Without `unclustered`, every unit and edge; with it, only the units left and their edges.
+  auto const& order = unclustered ? *unclustered : dag.topo;
+  auto gone = [&](std::uint32_t u) { return unclustered && cluster[u] >= 0; };
+  for (std::uint32_t u : order)
     for (std::size_t e = dag.pred_begin[u]; e < dag.pred_begin[u + 1]; ++e) {
       auto const& p = dag.preds[e];
+      if (gone(p.to)) continue;
       out.top[u] = std::max(out.top[u], out.top[p.to] + dag.seconds[p.to] + comm(p.to, u, p.bytes));
     }
-  for (auto it = dag.topo.rbegin(); it != dag.topo.rend(); ++it) {
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
     std::uint32_t u = *it;
     double after = 0;
     for (std::size_t e = dag.succ_begin[u]; e < dag.succ_begin[u + 1]; ++e) {
       auto const& s = dag.succs[e];
-      after = std::max(after, comm(u, s.to, s.bytes) + out.bottom[s.to]);
+      if (!gone(s.to)) after = std::max(after, comm(u, s.to, s.bytes) + out.bottom[s.to]);
     }
     out.bottom[u] = dag.seconds[u] + after;
   }

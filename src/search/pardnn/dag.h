@@ -62,11 +62,14 @@ UnitDag build_unit_dag(SearchContext const& ctx, OpGraph const& graph);
 
 // Top level (the longest path of compute and transfers that ends where the unit starts) and bottom
 // level (its compute and the longest path after it), transfers priced by the mean link, none
-// between units of one cluster (`cluster`: a cluster id per unit, -1 for none).
+// between units of one cluster (`cluster`: a cluster id per unit, -1 for none). With `unclustered`
+// (the units in no cluster, in a topological order), the levels of those units in the graph that
+// is left once the clustered units are removed (linear clustering's); the others' stay 0.
 struct Levels {
   std::vector<double> top, bottom;
   double weight(std::size_t u) const { return top[u] + bottom[u]; }
 };
-Levels levels(UnitDag const& dag, Links const& links, std::vector<int> const& cluster);
+Levels levels(UnitDag const& dag, Links const& links, std::vector<int> const& cluster,
+              std::vector<std::uint32_t> const* unclustered = nullptr);
 
 }  // namespace cleave::search::pardnn

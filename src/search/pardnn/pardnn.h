@@ -3,7 +3,9 @@
 // along heaviest paths into primary and secondary clusters (slicing.h), mapping the clusters to
 // devices (mapping.h), and the memory step (memory_step.h). And its baseline, critical-path
 // placement under memory (m-ETF): units in order of bottom level, each to the device where it
-// finishes earliest among those whose memory keeps what it holds, then the same memory step.
+// finishes earliest among those whose memory keeps what it holds, then the same memory step. And
+// its other baseline, Kim and Browne's linear clustering: heaviest paths as clusters until none is
+// left, merged onto the devices by load, then the same memory step.
 #pragma once
 
 #include "search/common/search_context.h"
@@ -12,5 +14,6 @@ namespace cleave::search::pardnn {
 
 Expected<plan::Plan> pardnn(SearchContext const& ctx);
 Expected<plan::Plan> critical_path(SearchContext const& ctx);
+Expected<plan::Plan> linear_clustering(SearchContext const& ctx);
 
 }  // namespace cleave::search::pardnn
