@@ -7,7 +7,8 @@ prints a Markdown table: per model and algorithm the simulated samples/s, flexfl
 the best of the others, the bytes moved per step and the search time, with the paper's figure
 beside flexflow's row.
 
-  flexflow_eval.py [--cluster DEVICES:CLUSTER[@SECONDS] ...] [--timeout S] [--cleave BIN]
+  flexflow_eval.py [--cluster DEVICES:CLUSTER[@SECONDS] ...] [--models NAME ...] [--timeout S]
+                   [--cleave BIN]
 
 @SECONDS bounds the searches that take a budget (flexflow, tofu-ranked) on that cluster with
 --budget-seconds: on 64 devices a proposal re-simulates some 10^5 tasks (about a second), so
@@ -53,6 +54,8 @@ def main():
     ap.add_argument("--cluster", nargs="+", default=["4:p100-4x4:nodes=1"],
                     help="DEVICES:CLUSTER[@SECONDS], e.g. 4:p100-4x4:nodes=1 16:p100-4x4 "
                     "64:k80-16x4@300")
+    ap.add_argument("--models", nargs="+", default=[m[0] for m in MODELS], metavar="NAME",
+                    help="of " + ", ".join(m[0] for m in MODELS) + " (default: all)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per compare")
     ap.add_argument("--cleave", default="build-release/cleave")
     args = ap.parse_args()
@@ -65,6 +68,8 @@ def main():
         cluster, _, budget = rest.partition("@")
         n = int(count)
         for name, spec, per_gpu, paper in MODELS:
+            if name not in args.models:
+                continue
             t0 = time.time()
             model = spec.format(b=per_gpu * n)
             rows = rows_for(args.cleave, model, cluster, args.timeout, budget)
