@@ -5,7 +5,7 @@
 # test models; clang + its runtime build the importer's fuzz target (libFuzzer); METIS the
 # mincut search's partitioner; pybind11 the Python module; chromium opens `cleave report`'s HTML in
 # its test (headless); Open MPI the runtime's MPI backend (`cleave run --backend mpi`, its tests
-# run mpirun).
+# run mpirun; iproute2 makes the network namespaces of the two-host test).
 set -euo pipefail
 
 PACKAGES=(
@@ -17,7 +17,7 @@ PACKAGES=(
   python3-onnx python3-torch python3-torchvision python3-numpy
   clang libclang-rt-14-dev
   libmetis-dev
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev iproute2
   python3-dev pybind11-dev python3-pybind11
   chromium
 )

@@ -2,15 +2,14 @@
 // plans of two zoo models on 2 and 4 ranks pass the check; a wrong rank count is an error before
 // any work; a rank killed by SIGKILL and a rank out of memory each end the job within 1 s with
 // an error naming the rank; the merged trace is a Chrome trace with a process per rank.
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 
-#include "cli/cli_util.h"
+#include "runtime_mpi/mpi_util.h"
 #include "search/search.h"
 
 namespace cleave {
@@ -18,56 +17,7 @@ namespace {
 
 using cli_test::scratch;
 using cli_test::slurp;
-
-// A command's outcome and when it ended.
-struct Outcome : cli_test::Outcome {
-  std::int64_t ended_us = 0;  // system clock, when mpirun had exited
-};
-
-std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// Runs a command line, capturing both streams. mpirun refuses root and more ranks than cores
-// unless told; Open MPI waits odls_base_sigkill_timeout seconds (1 by default) between asking
-// the ranks left to stop and killing them, so a failed job's mpirun lingers that long after every
-// rank has ended: 0 ends it once they have (docs/runtime.md "Over MPI").
-Outcome shell(std::string const& command) {
-  Outcome r{cli_test::run_command(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-      "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_odls_base_sigkill_timeout=0 " +
-      command)};
-  r.ended_us = now_us();
-  return r;
-}
-
-Outcome mpirun(int ranks, std::string const& args) {
-  return shell(std::string(CLEAVE_MPIRUN) + " -np " + std::to_string(ranks) + " " + CLEAVE_BINARY +
-               " run " + args);
-}
-
-// A plan file of `model` on cpu:devices=N by `algo` (its name tells them apart).
-std::string plan_file(std::string const& model, int devices, std::string const& algo) {
-  auto path = scratch() / (algo + "_" + std::to_string(devices) + "_" +
-                           model.substr(0, model.find(':')) + ".json");
-  auto r = shell(std::string(CLEAVE_BINARY) + " plan '" + model +
-                 "' --cluster cpu:devices=" + std::to_string(devices) + " --algo " + algo +
-                 " --budget-iterations 300 -o " + path.string());
-  EXPECT_EQ(r.code, 0) << r.err;
-  return path.string();
-}
-
-constexpr char const* mlp = "mlp:layers=2,hidden=8,input=6,classes=3,batch=8";
-constexpr char const* gpt = "gpt:layers=1,hidden=8,heads=2,seq=4,vocab=7,batch=2";
-
-// "rank 1 kills itself (SIGKILL) at T us", "rank 1 ends the job at T us": T.
-std::int64_t fault_time_us(std::string const& err) {
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(err, m, std::regex(R"(rank \d+ [a-z ()A-Z]+ at (\d+) us)"))) << err;
-  return m.empty() ? 0 : std::stoll(m[1]);
-}
+using namespace mpi_test;
 
 struct MatrixCase {
   int ranks;
