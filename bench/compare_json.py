@@ -4,8 +4,9 @@ import json
 from cleave_cli import run
 
 
-def compare(cleave, model, cluster, algos, timeout):
-    """The JSON rows of `cleave compare`, or (None, error text)."""
-    cmd = [cleave, "compare", model, "--cluster", cluster, "--algos", ",".join(algos), "--json"]
+def compare(cleave, model, cluster, algos, timeout, extra=()):
+    """The JSON rows of `cleave compare` (`extra`: more of its arguments), or (None, error text)."""
+    cmd = [cleave, "compare", model, "--cluster", cluster, "--algos", ",".join(algos), "--json",
+           *extra]
     out, err = run(cmd, timeout)
     return (json.loads(out)["plans"], None) if out is not None else (None, err)

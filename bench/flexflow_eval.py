@@ -7,7 +7,13 @@ prints a Markdown table: per model and algorithm the simulated samples/s, flexfl
 the best of the others, the bytes moved per step and the search time, with the paper's figure
 beside flexflow's row.
 
-  flexflow_eval.py [--cluster DEVICES:CLUSTER ...] [--timeout S] [--cleave BIN]
+  flexflow_eval.py [--cluster DEVICES:CLUSTER[@SECONDS] ...] [--models NAME ...] [--timeout S]
+                   [--cleave BIN]
+
+@SECONDS bounds the searches that take a budget (flexflow, tofu-ranked) on that cluster with
+--budget-seconds: on 64 devices a proposal re-simulates some 10^5 tasks (about a second), so
+FlexFlow's default 3000 proposals would take an hour per model; the paper's own 64-GPU searches
+ran 20-40 minutes to their final plans.
 """
 import argparse
 import sys
@@ -30,11 +36,15 @@ MODELS = [
 ]
 
 
-def rows_for(cleave, model, cluster, timeout):
+BUDGETED = {"flexflow", "tofu-ranked"}
+
+
+def rows_for(cleave, model, cluster, timeout, budget):
     """Every algorithm's row; an algorithm that fails is reported alone, not the whole model."""
     out = {}
     for a in ALGOS:
-        p, e = compare(cleave, model, cluster, [a], timeout)
+        extra = ["--budget-seconds", budget] if budget and a in BUDGETED else []
+        p, e = compare(cleave, model, cluster, [a], timeout, extra)
         out[a] = p[0] if p else {"error": e}
     return out
 
@@ -42,7 +52,10 @@ def rows_for(cleave, model, cluster, timeout):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cluster", nargs="+", default=["4:p100-4x4:nodes=1"],
-                    help="DEVICES:CLUSTER, e.g. 4:p100-4x4:nodes=1 16:p100-4x4 64:k80-16x4")
+                    help="DEVICES:CLUSTER[@SECONDS], e.g. 4:p100-4x4:nodes=1 16:p100-4x4 "
+                    "64:k80-16x4@300")
+    ap.add_argument("--models", nargs="+", default=[m[0] for m in MODELS], metavar="NAME",
+                    help="of " + ", ".join(m[0] for m in MODELS) + " (default: all)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per compare")
     ap.add_argument("--cleave", default="build-release/cleave")
     args = ap.parse_args()
@@ -51,12 +64,15 @@ def main():
           "GiB moved per step | search (s) | paper |")
     print("|---|---|---|---|---|---|---|---|")
     for entry in args.cluster:
-        count, _, cluster = entry.partition(":")
+        count, _, rest = entry.partition(":")
+        cluster, _, budget = rest.partition("@")
         n = int(count)
         for name, spec, per_gpu, paper in MODELS:
+            if name not in args.models:
+                continue
             t0 = time.time()
             model = spec.format(b=per_gpu * n)
-            rows = rows_for(args.cleave, model, cluster, args.timeout)
+            rows = rows_for(args.cleave, model, cluster, args.timeout, budget)
             others = [r["samples_per_s"] for a, r in rows.items()
                       if a != "flexflow" and "error" not in r and r.get("fits")]
             for a in ALGOS:

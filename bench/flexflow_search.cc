@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     Run delta = run_search(ctx, proposals, "delta");
     Run full = run_search(ctx, full_proposals, "full");
     UndoCost u = undo_cost(ctx, 40);
-    std::printf("%s%s%s%zu%s%.1f%s%.1f%s%.1fx%s%.2f%s%.5f%s%s%s%.2f%s%.2f%s%.2f%s\n",
+    std::printf("%s%s%s%zu%s%.3g%s%.3g%s%.1fx%s%.2f%s%.5f%s%s%s%.2f%s%.2f%s%.2f%s\n",
                 markdown ? "| " : "", c.name.c_str(), sep, g.num_ops(), sep, delta.proposals_per_s,
                 sep, full.proposals_per_s, sep, delta.proposals_per_s / full.proposals_per_s, sep,
                 delta.to_final_s, sep, delta.step_s, sep, c.paper.c_str(), sep, u.apply_s * 1e3,
