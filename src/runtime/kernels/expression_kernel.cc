@@ -184,6 +184,7 @@ class Evaluator {
     std::int64_t out_size = tdl::box_volume(call_.piece->output);
     if (reducer != tdl::Reducer::none)
       std::fill(out, out + out_size, static_cast<float>(tdl::reducer_identity(reducer)));
+    if (reducer == tdl::Reducer::sum) sums_.assign(static_cast<std::size_t>(out_size), 0.0);
     env_.assign(dims, 0);
     for (std::size_t d = 0; d < dims; ++d)
       env_[d] = box[d].lo;
@@ -193,7 +194,7 @@ class Evaluator {
       if (rows == 1) {
         for (std::int64_t from = 0; from < len; from += chunk)
           chunk_of_rows(at, from, std::min(chunk, len - from));
-        if (!next_row()) return;
+        if (!next_row()) break;
         continue;
       }
       // The group: up to `rows` rows from here; env_ ends on the row after it.
@@ -205,9 +206,12 @@ class Evaluator {
       auto after = env_;
       env_ = group_start_;
       chunk_of_rows(at, 0, len);
-      if (!more) return;
+      if (!more) break;
       env_ = std::move(after);
     }
+    if (reducer == tdl::Reducer::sum)
+      std::transform(sums_.begin(), sums_.end(), out,
+                     [](double x) { return static_cast<float>(x); });
   }
 
  private:
@@ -490,9 +494,9 @@ class Evaluator {
     each_row(at.count, [&](std::int64_t r) { store(at, values_.back() + r * len, from, len); });
   }
 
-  // A row summed into one element (a reduction along the row): in double, so that long rows
-  // (batch norm's statistics over a large image) keep fp32's accuracy, in four independent sums.
-  static float sum(float const* v, std::int64_t len) {
+  // A row summed into one element (a reduction along the row), in double like every sum here,
+  // in four independent sums.
+  static double sum(float const* v, std::int64_t len) {
     double acc[4] = {0, 0, 0, 0};
     std::int64_t i = 0;
     for (; i + 4 <= len; i += 4)
@@ -500,7 +504,7 @@ class Evaluator {
         acc[k] += v[i + k];
     for (; i < len; ++i)
       acc[0] += v[i];
-    return static_cast<float>((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
   }
 
   // x^y; a constant exponent that has a cheaper form (batch norm's variance gradients raise to
@@ -543,14 +547,16 @@ class Evaluator {
       for (std::int64_t i = 0; i < len; ++i)
         o[i * step] = v[i];
       break;
-    case tdl::Reducer::sum:
+    case tdl::Reducer::sum: {
+      double* total = sums_.data() + (o - at.out);
       if (step == 0) {
-        o[0] += sum(v, len);
+        total[0] += sum(v, len);
         break;
       }
       for (std::int64_t i = 0; i < len; ++i)
-        o[i * step] += v[i];
+        total[i * step] += v[i];
       break;
+    }
     case tdl::Reducer::max:
       for (std::int64_t i = 0; i < len; ++i)
         o[i * step] = std::max(o[i * step], v[i]);
@@ -575,10 +581,15 @@ class Evaluator {
   std::vector<Access> blocks_;  // each input's block, for gathers
   std::vector<std::vector<float>> buffers_;
   std::vector<float const*> values_;  // per node: its values in the current chunk
+  // A sum's output accumulated in double, rounded to the fp32 output once at the end: summed in
+  // fp32, the thousands of terms of batch norm's statistics and gradients drift by about
+  // n * eps / 2 relative, differently for each split of them, and batch norm's backward pass
+  // (a gradient minus its mean) magnifies that past --check's tolerance (docs/runtime.md).
+  std::vector<double> sums_;
   std::vector<std::int64_t> env_;
   std::vector<std::int64_t> group_start_;  // the first row of the group being evaluated
   int outer_ = -1;                         // the innermost dimension outside the row
-  std::uint64_t var_slots_ = 0;  // slots whose values the expression uses (`c == T[b]`)
+  std::uint64_t var_slots_ = 0;            // slots whose values the expression uses (`c == T[b]`)
 };
 
 class ExpressionKernel final : public Kernel {
