@@ -359,9 +359,9 @@ class ConvKernel final : public Kernel {
       if (e->variants.empty() || blocked.src.staged() || blocked.weights.staged() ||
           blocked.dst.staged())
         e->variants.push_back(std::move(blocked));
-      // Deterministic: the last variant, oneDNN's preferred layouts where it has them.
-      if (e->variants.size() == 1 || choice_ == KernelChoice::deterministic)
-        e->chosen = static_cast<int>(e->variants.size()) - 1;
+      // Deterministic: the first variant, on the data's own (plain) layouts where oneDNN has a
+      // kernel for them.
+      if (e->variants.size() == 1 || choice_ == KernelChoice::deterministic) e->chosen = 0;
       return std::shared_ptr<ConvEntry const>(std::move(e));
     });
   }
