@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""cleave's predictions beside PyTorch measured on an H100 (issue 24 item 4).
+
+  gpu_measured.py pieces [--cleave BIN] [--out FILE]   the pieces to time (cleave.pieces/1)
+  gpu_measured.py table  [--cleave BIN]                bench/results/gpu_measured.md on stdout
+
+`pieces` lists, with `cleave compare --list-pieces`, every compute piece that cleave prices for
+the models below on the h100-2x8 preset (single GPU, and GPT-2's 8-GPU Tofu plan), merged by
+profile key. On a GPU machine, bench/gpu_pieces_torch.py times them with PyTorch and measures
+whole PyTorch steps of the same models; its outputs are committed under
+bench/results/gpu_measured/ (MEASURED below). `table` reads only those committed files and cleave
+(it times nothing): per model and precision, cleave's prediction with the roofline GPU model,
+with the measured profile (`--profile`), and PyTorch's measured step; per op type, measured piece
+time against the roofline's; run against run. docs/cost_model.md explains the disagreements.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+from compare_json import compare
+from cleave_cli import run
+
+MEASURED = "bench/results/gpu_measured"
+PROFILE = MEASURED + "/h100_pytorch_profile.json"
+CLUSTER = "h100-2x8:nodes=1"
+PRECISIONS = ["amp-bf16", "tf32"]
+
+# (label, cleave model spec, the PyTorch step's name in steps.json, samples per step)
+MODELS = [
+    ("ResNet-50, batch 256", "resnet:depth=50,batch=256,precision={p}", "resnet50_b256", 256),
+    ("GPT-2 small, seq 1024, batch 8", "gpt:batch=8,seq=1024,precision={p}", "gpt2_b8", 8),
+    ("BERT-large, seq 512, batch 8",
+     "bert:layers=24,hidden=1024,heads=16,seq=512,batch=8,precision={p}", "bertlarge_b8", 8),
+]
+# PyTorch variants measured beside a model's own step (cleave has no layout choice to price).
+VARIANTS = {"resnet50_b256": [("resnet50_nhwc_b256", "channels-last")]}
+# Plans of 8 GPUs: predictions only (one GPU was lent), with and without the profile.
+MULTI = [("GPT-2 small, seq 1024, batch 64", "gpt:batch=64,seq=1024,precision=amp-bf16",
+          ["data-parallel", "tofu"])]
+
+
+def key(e):
+    return (e["op"], e["attrs"], tuple(e["extents"]), e["dtype"])
+
+
+def load(name):
+    with open(os.path.join(MEASURED, name)) as f:
+        return json.load(f)
+
+
+def list_pieces():
+    pieces = {}
+    jobs = [(m[1].format(p=p), ["single"]) for m in MODELS for p in PRECISIONS]
+    jobs += [(spec, algos) for _, spec, algos in MULTI]
+    for spec, algos in jobs:
+        path = ARGS.out + ".part"
+        _, err = run([ARGS.cleave, "compare", spec, "--cluster", CLUSTER, "--algos",
+                      ",".join(algos), "--json", "--list-pieces", path], ARGS.timeout)
+        if err:
+            sys.exit(f"cleave compare {spec}: {err}")
+        with open(path) as f:
+            for p in json.load(f)["pieces"]:
+                pieces.setdefault(key(p), p)
+        os.remove(path)
+    lines = [json.dumps(p, sort_keys=True) for p in pieces.values()]
+    with open(ARGS.out, "w") as f:
+        f.write('{"format":"cleave.pieces/1",\n"pieces":[\n' + ",\n".join(lines) + "\n]}\n")
+    print(f"{len(lines)} pieces in {ARGS.out}", file=sys.stderr)
+    return 0
+
+
+def predict(spec, algos, profile):
+    extra = ["--profile", profile] if profile else []
+    plans, err = compare(ARGS.cleave, spec, CLUSTER, algos, ARGS.timeout, extra)
+    if plans is None:
+        sys.exit(f"cleave compare {spec}: {err}")
+    return plans
+
+
+def steps_by_name(doc):
+    return {(s["model"], s["precision"]): s for s in doc["steps"] if "error" not in s}
+
+
+def model_table(steps):
+    print("| model | precision | cleave, roofline | cleave, measured profile | PyTorch measured "
+          "| roofline / measured | profile / measured | PyTorch kernels, GPU busy |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = {"roofline": [], "profile": []}
+    for label, spec, name, batch in MODELS:
+        for p in PRECISIONS:
+            roof = predict(spec.format(p=p), ["single"], None)[0]
+            prof = predict(spec.format(p=p), ["single"], PROFILE)[0]
+            rows = [(name, "")] + VARIANTS.get(name, [])
+            for step_name, variant in rows:
+                s = steps.get((step_name, p))
+                if s is None:
+                    continue
+                measured = s["samples_per_s"]
+                r_roof, r_prof = roof["samples_per_s"] / measured, prof["samples_per_s"] / measured
+                if not variant:
+                    ratios["roofline"].append(r_roof)
+                    ratios["profile"].append(r_prof)
+                busy = s["kernel_s"] / s["median_step_s"] if "kernel_s" in s else float("nan")
+                what = f"{label}" + (f" (PyTorch {variant})" if variant else "")
+                print(f"| {what} | {p} | {roof['samples_per_s']:.0f}/s ({roof['step_time_s'] * 1e3:.1f} ms) "
+                      f"| {prof['samples_per_s']:.0f}/s ({prof['step_time_s'] * 1e3:.1f} ms; "
+                      f"{prof['measured_tasks']} of {prof['priced_tasks']} tasks measured) "
+                      f"| {measured:.0f}/s ({s['median_step_s'] * 1e3:.1f} ms) "
+                      f"| {r_roof:.2f} | {r_prof:.2f} | {s.get('kernels', '?')}, {busy:.0%} |")
+    print()
+    for name, rs in ratios.items():
+        inside = sum(1 for r in rs if 0.8 <= r <= 1.25)
+        print(f"- {name} / measured (NCHW rows): median {statistics.median(rs):.2f}, range "
+              f"{min(rs):.2f}-{max(rs):.2f}, {inside} of {len(rs)} within 0.8-1.25")
+
+
+def op_table(meta, pieces):
+    uses = {key(p): p["uses"] for p in pieces}
+    by_op = {}
+    for t in meta["timed"]:
+        by_op.setdefault(t["op"], []).append(t)
+    print("| op type | pieces | median measured / roofline | range | time-weighted measured / "
+          "roofline | measured total (uses x median) |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for op, ts in by_op.items():
+        rs = [t["seconds"] / t["roofline_s"] for t in ts if t["roofline_s"] > 0]
+        if not rs:
+            continue
+        w = [uses.get(key(t), 1) for t in ts]
+        measured = sum(u * t["seconds"] for u, t in zip(w, ts))
+        roofline = sum(u * t["roofline_s"] for u, t in zip(w, ts))
+        rows.append((measured, op, len(ts), statistics.median(rs), min(rs), max(rs),
+                     measured / roofline))
+    for measured, op, n, med, lo, hi, weighted in sorted(rows, reverse=True):
+        print(f"| {op} | {n} | {med:.2f} | {lo:.2f}-{hi:.2f} | {weighted:.2f} | "
+              f"{measured * 1e3:.1f} ms |")
+    skipped = {}
+    for s in meta["skipped"]:
+        skipped.setdefault((s["op"], s["why"].split(":")[0]), []).append(s)
+    print()
+    print("Not timed: " + "; ".join(f"{op} x{len(v)} ({why})" for (op, why), v in
+                                    sorted(skipped.items())) + ".")
+
+
+def repeat_table(run1, run2, steps1, steps2):
+    a = {key(e): e["seconds"] for e in run1["entries"]}
+    b = {key(e): e["seconds"] for e in run2["entries"]}
+    common = [k for k in a if k in b]
+    logs = sorted(abs(math.log(b[k] / a[k])) for k in common)
+    q = lambda f: math.exp(logs[min(len(logs) - 1, int(f * len(logs)))]) - 1
+    print(f"- pieces timed in both runs: {len(common)}; run-to-run difference: median "
+          f"{q(0.5):.1%}, 90th percentile {q(0.9):.1%}, largest {math.exp(logs[-1]) - 1:.0%}")
+    for k, s2 in sorted(steps2.items()):
+        s1 = steps1.get(k)
+        if s1:
+            print(f"- {k[0]} {k[1]}: step {s1['median_step_s'] * 1e3:.1f} ms in run 1, "
+                  f"{s2['median_step_s'] * 1e3:.1f} ms in run 2")
+
+
+def multi_table():
+    print("| model | precision | algorithm | cleave, roofline | cleave, measured profile | "
+          "tasks measured |")
+    print("|---|---|---|---|---|---|")
+    for label, spec, algos in MULTI:
+        roof = {r["algorithm"]: r for r in predict(spec, algos, None)}
+        prof = {r["algorithm"]: r for r in predict(spec, algos, PROFILE)}
+        for algo in algos:
+            r, p = roof[algo], prof[algo]
+            print(f"| {label}, 8x H100 | amp-bf16 | {algo} | {r['samples_per_s']:.0f}/s "
+                  f"| {p['samples_per_s']:.0f}/s | {p['measured_tasks']} of "
+                  f"{p['priced_tasks']} |")
+
+
+def table():
+    steps = load("h100_pytorch_steps.json")
+    meta = load("h100_pytorch_pieces_meta.json")
+    print(f"Measured: {steps['source']}.")
+    print()
+    print("## Steps: cleave's prediction beside PyTorch's measured step (one H100)")
+    print()
+    model_table(steps_by_name(steps))
+    print()
+    print("## Pieces: measured against the roofline, by op type")
+    print()
+    op_table(meta, load("pieces.json")["pieces"])
+    print()
+    print("## 8-GPU plans: predictions with and without the profile (not measured: one GPU)")
+    print()
+    multi_table()
+    print()
+    print("## Run against run (the same script, two machines of the same kind, minutes apart)")
+    print()
+    repeat_table(load("run1_profile.json"), load("h100_pytorch_profile.json"),
+                 steps_by_name(load("run1_steps.json")), steps_by_name(steps))
+    return 0
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["pieces", "table"])
+    ap.add_argument("--cleave", default="build-release/cleave")
+    ap.add_argument("--out", default=MEASURED + "/pieces.json")
+    ap.add_argument("--timeout", type=int, default=900)
+    ARGS = ap.parse_args()
+    sys.exit(list_pieces() if ARGS.what == "pieces" else table())
