@@ -151,6 +151,8 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   auto problem =
       load_problem(cmd.model, cmd.training, cmd.cluster, cmd.profile, cmd.measure, registry);
   if (!problem) return report(problem.error());
+  if (auto st = list_pieces(problem->pricing, cmd.list_pieces, registry); !st)
+    return report(st.error());
   auto const& model = problem->model;
   auto const& cost = problem->pricing.cost;
   auto request = search_request("", cmd.search, /*seed=*/0);
@@ -166,6 +168,7 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   }
   print_rows(model.label, cmd.cluster, *rows, cmd.profile + cmd.measure, cmd.json);
   if (auto st = save_measured(problem->pricing); !st) return report(st.error());
+  if (auto st = save_pieces(problem->pricing); !st) return report(st.error());
   if (!cmd.json && !cmd.html.empty()) std::printf("\nwrote %s\n", cmd.html.c_str());
   return 0;
 }

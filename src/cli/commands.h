@@ -103,6 +103,7 @@ struct CompareCommand {
   std::vector<std::string> algos;  // empty: every algorithm
   std::string profile;             // a cleave.profile/1 table; empty: the roofline's defaults
   std::string measure;             // --measure FILE (cli/measure.h); empty: none
+  std::string list_pieces;         // --list-pieces FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   SearchFlags search;  // an option applies to every compared algorithm that declares it
   std::string html;    // empty: no HTML report; else the plans side by side (docs/report.md)

@@ -175,6 +175,10 @@ void add_plan_commands(CLI::App& app, Options& o) {
                       "(docs/report.md)");
   compare->add_option("--profile", o.compare.profile, profile_help);
   compare->add_option("--measure", o.compare.measure, measure_help);
+  compare->add_option("--list-pieces", o.compare.list_pieces,
+                      "write the distinct compute pieces the plans price, keyed as "
+                      "cleave.profile/1 keys them, with their regions and roofline times "
+                      "(cleave.pieces/1), for bench/gpu_pieces_torch.py to time");
   add_training(compare, o.compare.training);
   add_search(compare, o.compare.search);
 

@@ -84,7 +84,8 @@ class CostModel {
                      std::optional<ProfileTable> profile = std::nullopt)
       : cluster_(&cluster), options_(std::move(options)), profile_(std::move(profile)) {}
 
-  // The profile table's measurement of exactly this piece if it has one, else the measurer's
+  // Nothing for an op a GPU framework fuses into another's kernel (gpu_compute.h); else the
+  // profile table's measurement of exactly this piece if it has one, else the measurer's
   // (set_measurer), else the roofline with the table's calibration of the device's kind where it
   // gives one, else with `options()`.
   ComputeCost compute(ComputeRequest const& request) const;
