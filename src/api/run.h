@@ -24,10 +24,10 @@ struct RunRequest {
   std::uint64_t seed = 0;  // of the synthetic data
   bool check = false;      // compare with the unpartitioned graph on one device
   double tolerance = runtime::default_tolerance;
-  std::string fail_op;                              // fault injection (tests): this op's tasks fail
-  int threads_per_device = 0;  // OpenMP threads per worker; 0: max(1, cores / devices)
-  std::string profile;                              // cleave.profile/1 table for the prediction
-  runtime::CommBackend* backend = nullptr;          // null: the in-process backend
+  std::string fail_op;                      // fault injection (tests): this op's tasks fail
+  int threads_per_device = 0;               // OpenMP threads per worker; 0: max(1, cores / devices)
+  std::string profile;                      // cleave.profile/1 table for the prediction
+  runtime::CommBackend* backend = nullptr;  // null: the in-process backend
   std::string backend_name = "in-process backend";  // how the measured collectives ran
   std::FILE* progress = nullptr;  // a line "running: step 3 of 10" here when it is a terminal
   // Set: the scheduling assistant (rebalance.h) may switch plans mid-run; check_rebalance first.
