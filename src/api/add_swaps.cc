@@ -82,7 +82,8 @@ Status swaps_fit(SwapOutcome const& outcome) {
                "the plan does not fit even with swaps: a swap may move only a block that the "
                "device's own pieces alone read (the whole output of one of its pieces, or a "
                "weight or optimizer state it holds before the step); gradients that are reduced, "
-               "partial results and blocks other devices read stay" +
+               "partial results, blocks other devices read and the updated weights and optimizer "
+               "state (held to the step's end) stay" +
                    what);
 }
 
