@@ -68,7 +68,7 @@ TEST(Cli, SwapAdvisorSwapsWeightsForReal) {
   EXPECT_LE(j["devices"][0]["peak_memory_bytes"].get<std::int64_t>(), 9 << 20);
 }
 
-// `--swap` on Tofu's plan for two CPU devices capped at 10 MiB (each peaks at 12.9 MiB without
+// `--swap` on Tofu's plan for two CPU devices capped at 10 MiB (each peaks at 13.0 MiB without
 // swaps): the plan written carries the swaps and order, `simulate` replays it within the cap, and
 // it trains for real with `--check` passing under the cap.
 TEST(Cli, SwapAddsSwapsToATofuPlanThatRunsUnderTheCap) {
