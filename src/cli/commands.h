@@ -125,15 +125,16 @@ struct ReportCommand {
 int run_report(ops::OpRegistry const& registry, ReportCommand const& cmd);
 
 struct RunCommand {
-  std::string plan;         // a cleave.plan/2 file; its model and cluster are rebuilt from it
-  int steps = 1;            // training steps
-  std::uint64_t seed = 0;   // of the synthetic data
-  bool check = false;       // compare with the unpartitioned graph on one device
-  double tolerance = 1e-4;  // of the check's max relative error (runtime/check.h)
-  std::string trace;        // empty: no trace; else the last step's measured Chrome trace
-  std::string fail_op;      // fault injection (tests): the compute tasks of this op fail
-  int threads = 0;          // OpenMP threads per device; 0: max(1, cores / devices)
-  std::string profile;      // cleave.profile/1 table for the prediction shown beside the run
+  std::string plan;            // a cleave.plan/2 file; its model and cluster are rebuilt from it
+  int steps = 1;               // training steps
+  std::uint64_t seed = 0;      // of the synthetic data
+  bool check = false;          // compare with the unpartitioned graph on one device
+  bool deterministic = false;  // kernels chosen by fixed rules (api::RunRequest::deterministic)
+  double tolerance = 1e-4;     // of the check's max relative error (runtime/check.h)
+  std::string trace;           // empty: no trace; else the last step's measured Chrome trace
+  std::string fail_op;         // fault injection (tests): the compute tasks of this op fail
+  int threads = 0;             // OpenMP threads per device; 0: max(1, cores / devices)
+  std::string profile;         // cleave.profile/1 table for the prediction shown beside the run
   // The scheduling assistant (api/rebalance.h): partition again on measured times mid-run.
   bool rebalance = false;
   api::RebalanceOptions rebalance_options;

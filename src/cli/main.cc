@@ -207,7 +207,11 @@ void add_run_commands(CLI::App& app, Options& o) {
   run->add_option("--seed", o.run.seed, "seed of the synthetic data (default 0)");
   run->add_flag("--check", o.run.check,
                 "also run the unpartitioned graph on one device and compare loss, gradients and "
-                "updated weights; exit non-zero beyond the tolerance");
+                "updated weights; exit non-zero beyond the tolerance (kernels chosen as under "
+                "--deterministic)");
+  run->add_flag("--deterministic", o.run.deterministic,
+                "choose among a kernel's implementations by fixed rules, not by timing them, so "
+                "that a run's numbers repeat exactly (may be slower)");
   run->add_option("--tolerance", o.run.tolerance,
                   "largest max relative error the check accepts (default 1e-4)")
       ->check(CLI::NonNegativeNumber);
