@@ -84,6 +84,8 @@ struct PlanCommand {
   SearchFlags search;
   std::uint64_t seed = 0;
   bool json = false;
+  // Swaps on every device the plan overflows (api/add_swaps.h); -o writes the plan with them.
+  bool swap = false;
 };
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd);
 
@@ -94,6 +96,7 @@ struct SimulateCommand {
   std::string measure;  // --measure FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   bool json = false;
+  bool swap = false;  // as PlanCommand's, reported only (nothing is written)
 };
 int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd);
 
@@ -108,6 +111,7 @@ struct CompareCommand {
   SearchFlags search;  // an option applies to every compared algorithm that declares it
   std::string html;    // empty: no HTML report; else the plans side by side (docs/report.md)
   bool json = false;
+  bool swap = false;  // as PlanCommand's, on every compared plan
 };
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
 

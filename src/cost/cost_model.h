@@ -53,7 +53,7 @@ struct ComputeRequest {
   // The op this is a piece of, for a PieceMeasurer; null for work that is not one op's piece (a
   // reduce task).
   ir::Graph const* graph = nullptr;
-  ir::OpId op;
+  ir::OpId op{};
   // Elements the piece writes (its output region), for the GPU model's tiles and waves
   // (gpu_compute.h); 0: unknown.
   std::int64_t output_elements = 0;
