@@ -73,12 +73,12 @@ TEST_P(CoverageCheck, TofuPlanOnTwoCpusPassesTheRuntimeCheck) {
 }
 
 // Six torchvision families and PyTorch's decoder, with bench/results/check_conditioning.md's
-// figures for the Tofu plan (deterministic kernels, as --check runs): resnet18 1.4e-5,
-// squeezenet1_0 5.8e-7, regnet_y_400mf 2.9e-5, mobilenet_v3_large 3.1e-5. Left out: ShuffleNet
-// (7.2e-5, too near 1e-4 to hold on another CPU's kernels), EfficientNet-B0 (9.4e-5), DenseNet
-// (1.0e-4), MobileNetV2 (1.7e-4) and MNASNet (3.4e-4): PyTorch's own fp32 gradients of these
-// miss its fp64 ones by 4.5e-4 to 0.22 at this size (batch norm over few values), so no order of
-// fp32 sums can be held to 1e-4 on them (docs/import.md, "Coverage").
+// figures for the Tofu plan (deterministic kernels, as --check runs): resnet18 8.6e-6,
+// squeezenet1_0 7.2e-7, regnet_y_400mf 2.4e-5, mobilenet_v3_large 3.9e-5. Left out: ShuffleNet
+// (7.2e-5) and DenseNet (9.2e-5), too near 1e-4 to hold on another CPU's kernels, EfficientNet-B0
+// (1.3e-4), MobileNetV2 (2.1e-4) and MNASNet (2.0e-4): PyTorch's own fp32 gradients of these miss
+// its fp64 ones by 4.5e-4 to 0.22 at this size (batch norm over few values), so no order of fp32
+// sums can be held to 1e-4 on them (docs/import.md, "How well-conditioned").
 INSTANTIATE_TEST_SUITE_P(Families, CoverageCheck,
                          ::testing::Values("resnet18", "squeezenet1_0", "regnet_y_400mf",
                                            "mobilenet_v3_large", "swin_t", "vit_small",
