@@ -20,6 +20,19 @@ double peak_rate(cluster::Device const& dev, ir::DType dtype) {
   return rate;
 }
 
+// A calibration of the device's kind replaces the defaults: its op type's efficiency, else its
+// default; its memory efficiency and launch time where it sets them.
+void calibrate(DeviceCalibration const* calibration, std::string_view op_type, double& eff,
+               double& memory_eff, Seconds& launch) {
+  if (!calibration) return;
+  if (auto it = calibration->efficiency.find(op_type); it != calibration->efficiency.end())
+    eff = it->second;
+  else if (calibration->default_efficiency)
+    eff = *calibration->default_efficiency;
+  memory_eff = calibration->memory_efficiency.value_or(memory_eff);
+  launch = calibration->launch.value_or(launch);
+}
+
 }  // namespace
 
 ComputeCost CostModel::compute(ComputeRequest const& r) const {
@@ -44,21 +57,13 @@ ComputeCost CostModel::compute(ComputeRequest const& r) const {
   if (profile_) calibration = profile_->calibration(dev.kind);
   if (gpu) return {gpu_time(r, dev, *gpu, calibration), false};
   double rate = peak_rate(dev, r.dtype);
-  // A calibration of the device's kind replaces the defaults: its op type's efficiency, else its
-  // default, before the options' op type and default.
+  // The options' op type's efficiency, else their default; a calibration replaces them.
   double eff = options_.default_efficiency;
   if (auto it = options_.efficiency.find(r.op_type); it != options_.efficiency.end())
     eff = it->second;
   double memory_eff = options_.memory_efficiency;
   Seconds launch = options_.launch;
-  if (calibration) {
-    if (auto it = calibration->efficiency.find(r.op_type); it != calibration->efficiency.end())
-      eff = it->second;
-    else if (calibration->default_efficiency)
-      eff = *calibration->default_efficiency;
-    memory_eff = calibration->memory_efficiency.value_or(memory_eff);
-    launch = calibration->launch.value_or(launch);
-  }
+  calibrate(calibration, r.op_type, eff, memory_eff, launch);
   double compute_s = static_cast<double>(r.flops.value()) / (rate * eff);
   double memory_s =
       static_cast<double>(r.bytes.value()) / (dev.memory_bandwidth.value() * memory_eff);
@@ -86,15 +91,9 @@ Seconds CostModel::gpu_time(ComputeRequest const& r, cluster::Device const& dev,
     }
   }
   double memory_eff = gpu.memory_efficiency;
-  double launch = gpu.launch_s;
-  if (calibration) {
-    if (auto it = calibration->efficiency.find(r.op_type); it != calibration->efficiency.end())
-      eff = it->second;
-    else if (calibration->default_efficiency)
-      eff = *calibration->default_efficiency;
-    memory_eff = calibration->memory_efficiency.value_or(memory_eff);
-    launch = calibration->launch.value_or(Seconds(launch)).value();
-  }
+  Seconds launch_time(gpu.launch_s);
+  calibrate(calibration, r.op_type, eff, memory_eff, launch_time);
+  double launch = launch_time.value();
   double bytes = static_cast<double>(r.bytes.value());
   if (r.graph) {
     auto fusion = element_wise_fusion(*r.graph, r.op);
