@@ -66,7 +66,7 @@ struct Case {
 Case const zoo_cases[] = {
     {"alexnet:batch=16", 16},
     {"bert:layers=1,hidden=64,heads=2,seq=16,vocab=64,batch=16", 16},
-    {"crn:layers=1,hidden=16,steps=2,batch=16,chars=6,char_vocab=20,vocab=32", 16},
+    {"crn:layers=1,hidden=16,steps=2,batch=16,chars=7,char_vocab=20,vocab=32", 16},
     {"gpt:layers=1,hidden=64,heads=2,seq=16,vocab=64,batch=16", 16},
     {"inception:batch=16", 16, 3},
     {"mlp:layers=2,hidden=32,input=16,classes=4,batch=16", 16},
