@@ -23,8 +23,10 @@ Pass Lowering::State::pass_of(ir::TensorId t, ir::OpId c) const {
 Expected<std::vector<tdl::PieceInfo>> Lowering::State::analyze(ir::OpId id,
                                                                plan::OpConfig const& config) {
   CLEAVE_TRY(auto bound, registry.bind(graph, id));
+  auto boxes = plan::piece_boxes(*bound, config);
   std::vector<tdl::PieceInfo> infos;
-  for (auto const& box : plan::piece_boxes(*bound, config)) {
+  infos.reserve(boxes.size());
+  for (auto const& box : boxes) {
     CLEAVE_TRY(tdl::PieceInfo info, tdl::analyze_piece(*bound, box));
     if (!info.output_exact)
       return Error(ErrorCode::invalid_argument,
@@ -59,8 +61,8 @@ Status Lowering::State::build() {
       from_readers[t.id.value()] = true;
   }
   for (ir::OpId id : graph.topo_order()) {
-    CLEAVE_TRY(pieces[id.value()], analyze(id, plan.ops[id.value()]));
-    build_op_part(id);
+    CLEAVE_TRY(auto infos, analyze(id, plan.ops[id.value()]));
+    build_op_part(id, std::move(infos));
   }
   // A late part goes just before its first reader, after its gate: the latest (in topological
   // order) backward op whose output that reader reads.
@@ -94,6 +96,10 @@ Status Lowering::State::build() {
     order.push_back(id.value());
     order.push_back(part_id(graph.op(id).outputs[0], early_pass));
   }
+  if (!keep_parts) {
+    pieces = {};
+    layout = {};
+  }
   assemble(nullptr);
   return Status::ok();
 }
@@ -103,20 +109,19 @@ Status Lowering::State::lower_all() {
   return apply_schedule(graph, plan, program);
 }
 
-void Lowering::State::build_op_part(ir::OpId id) {
+void Lowering::State::build_op_part(ir::OpId id, std::vector<tdl::PieceInfo> infos) {
   ir::Op const& op = graph.op(id);
-  auto const& infos = pieces[id.value()];
   auto const& devices = plan.ops[id.value()].devices;
   ir::TensorId out = op.outputs[0];
   Part part;
   for (std::size_t k = 0; k < infos.size(); ++k) {
-    auto const& info = infos[k];
+    auto& info = infos[k];
     Task task;
     task.kind = TaskKind::compute;
     task.device = devices[k];
     task.op = id;
     task.piece = static_cast<std::uint32_t>(k);
-    task.iteration = info.iter_box;
+    task.iteration = std::move(info.iter_box);
     task.tensor = out;
     task.region = info.output;
     task.partial = info.partial;
@@ -143,7 +148,7 @@ void Lowering::State::build_op_part(ir::OpId id) {
       held.push_back({first.output, devices[members[0]], Ref{id.value(), members[0]}});
       continue;
     }
-    reduce_scatter(id, part, members);
+    reduce_scatter(id, part, infos, members);
   }
   if (auto placed = places[id.value()]) {
     auto& blocks = layout[placed->value()];
@@ -151,7 +156,16 @@ void Lowering::State::build_op_part(ir::OpId id) {
     for (std::size_t k = 0; k < infos.size(); ++k)
       blocks.push_back({infos[k].output, devices[k], std::nullopt});
   }
+  part.fit();
   op_parts[id.value()] = std::move(part);
+  PieceReads& reads = pieces[id.value()];
+  reads.count = infos.size();
+  reads.inputs = op.inputs.size();
+  reads.boxes.clear();
+  reads.boxes.reserve(reads.count * reads.inputs);
+  for (auto& info : infos)
+    for (auto& input : info.inputs)
+      reads.boxes.push_back(std::move(input.box));
 }
 
 Task Lowering::State::partial_move(ir::OpId id, std::uint32_t piece, int target,
@@ -170,8 +184,8 @@ Task Lowering::State::partial_move(ir::OpId id, std::uint32_t piece, int target,
 }
 
 void Lowering::State::reduce_scatter(ir::OpId id, Part& part,
+                                     std::vector<tdl::PieceInfo> const& infos,
                                      std::vector<std::uint32_t> const& members) {
-  auto const& infos = pieces[id.value()];
   auto const& devices = plan.ops[id.value()].devices;
   ir::TensorId out = graph.op(id).outputs[0];
   auto const& first = infos[members[0]];
@@ -275,14 +289,14 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
     TensorPart& part = parts[pass];
     auto self = part_id(t, pass);
     ir::Op const& op = graph.op(c);
-    auto const& infos = pieces[c.value()];
+    auto const& reads = pieces[c.value()];
     auto const& devices = plan.ops[c.value()].devices;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       if (op.inputs[i] != t) continue;
-      Read read{c, i, std::vector<std::vector<Ref>>(infos.size())};
-      for (std::size_t k = 0; k < infos.size(); ++k) {
-        if (infos[k].inputs[i].empty()) continue;
-        tdl::Box const& region = infos[k].inputs[i].box;
+      Read read{c, i, std::vector<std::vector<Ref>>(reads.size())};
+      for (std::size_t k = 0; k < reads.size(); ++k) {
+        if (reads.none(k, i)) continue;
+        tdl::Box const& region = reads.box(k, i);
         int d = devices[k];
         if (readers) {
           if (delivered.try_emplace({d, d, region}, 0).second)
@@ -333,6 +347,8 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
     all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
   if (!gathers.regular[late_pass])
     all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
+  parts[early_pass].fit();
+  parts[late_pass].fit();
   tensor_part(t, early_pass) = std::move(parts[early_pass]);
   tensor_part(t, late_pass) = std::move(parts[late_pass]);
 }
@@ -401,12 +417,12 @@ Lowering::State::Gathers Lowering::State::regular_gathers(ir::TensorId t) const 
   for (ir::OpId c : graph.consumers(t)) {
     Pass pass = pass_of(t, c);
     ir::Op const& op = graph.op(c);
-    auto const& infos = pieces[c.value()];
+    auto const& read = pieces[c.value()];
     for (std::size_t i = 0; i < op.inputs.size(); ++i)
-      for (std::size_t k = 0; k < infos.size() && op.inputs[i] == t; ++k) {
-        if (infos[k].inputs[i].empty()) continue;
+      for (std::size_t k = 0; k < read.size() && op.inputs[i] == t; ++k) {
+        if (read.none(k, i)) continue;
         auto d = static_cast<std::size_t>(plan.ops[c.value()].devices[k]);
-        tdl::Box const& region = infos[k].inputs[i].box;
+        tdl::Box const& region = read.box(k, i);
         if (out.block_on[d] >= 0 &&
             contains(blocks[static_cast<std::size_t>(out.block_on[d])].region, region))
           continue;  // read where it is held: no transfer
@@ -486,14 +502,14 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   r.scheduled = !s.plan.order.empty();
   r.order = std::exchange(s.plan.order, {});
   r.swaps = std::exchange(s.plan.swaps, {});
-  r.pieces = std::exchange(s.pieces[id.value()], std::move(infos));
+  r.pieces = std::move(s.pieces[id.value()]);
   ir::Op const& op = s.graph.op(id);
   r.layouts.clear();
   r.layouts.emplace_back(op.outputs[0], s.layout[op.outputs[0].value()]);
   if (auto placed = s.places[id.value()])
     r.layouts.emplace_back(*placed, s.layout[placed->value()]);
   r.op_part = std::move(s.op_parts[id.value()]);
-  s.build_op_part(id);
+  s.build_op_part(id, std::move(infos));
   r.rebuilt.assign(s.offset.size(), false);
   r.rebuilt[id.value()] = true;
   std::vector<ir::TensorId> touched(op.inputs.begin(), op.inputs.end());
@@ -563,6 +579,7 @@ Expected<Program> lower(ir::Graph const& graph, plan::Plan const& plan,
   CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
   Lowering::State state(graph, plan, registry);
   state.form = form;
+  state.keep_parts = false;
   CLEAVE_CHECK_OK(state.lower_all());
   return std::move(state.program);
 }

@@ -3,6 +3,7 @@
 // (assemble.cc).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
@@ -59,6 +60,17 @@ struct Part {
     deps.push_back(std::move(deps_of_task));
     return static_cast<std::uint32_t>(tasks.size() - 1);
   }
+  // Frees the lists' spare capacity: the parts of every op and tensor are held at once.
+  void fit() {
+    tasks.shrink_to_fit();
+    deps.shrink_to_fit();
+  }
+  // Frees the tasks once the program has them (lower(), keep_parts false).
+  void release() {
+    tasks = {};
+    deps = {};
+    collectives = {};
+  }
 };
 
 // What one input of one consumer waits for, per piece of the consumer.
@@ -96,13 +108,32 @@ template <typename T> T& slot(std::vector<T>& list, std::size_t at) {
   return list[at];
 }
 
+// What the lowering keeps of an op's pieces once its part is built (its compute tasks have the
+// rest of their analysis): the region each piece reads of each input, for the tensor parts'
+// fetches. Issue 21: the whole analysis of every piece of every op, held until the program was
+// assembled, was half of the lowering's memory.
+struct PieceReads {
+  std::size_t count = 0;        // pieces
+  std::size_t inputs = 0;       // per piece
+  std::vector<tdl::Box> boxes;  // piece k's read of input i at k * inputs + i
+  std::size_t size() const { return count; }
+  tdl::Box const& box(std::size_t piece, std::size_t input) const {
+    return boxes[piece * inputs + input];
+  }
+  // Whether the piece reads nothing of the input (as tdl::Region::empty).
+  bool none(std::size_t piece, std::size_t input) const {
+    auto const& b = box(piece, input);
+    return std::any_of(b.begin(), b.end(), [](tdl::Interval i) { return i.empty(); });
+  }
+};
+
 // What reconfigure() replaced, for undo(): the op's configuration, pieces and part, the layouts its
 // part wrote, the tensor parts rebuilt and which parts were.
 struct Replaced {
   bool valid = false;
   ir::OpId op;
   plan::OpConfig config;
-  std::vector<tdl::PieceInfo> pieces;
+  PieceReads pieces;
   Part op_part;
   std::vector<std::pair<ir::TensorId, std::vector<Held>>> layouts;
   std::vector<std::pair<std::uint32_t, TensorPart>> tensor_parts;  // by part id
@@ -118,9 +149,9 @@ struct Lowering::State {
   ops::OpRegistry const& registry;
   plan::Plan plan;
   std::uint32_t num_ops = 0;
-  std::vector<std::vector<tdl::PieceInfo>> pieces;  // per op
-  std::vector<std::vector<Held>> layout;            // per tensor
-  std::vector<bool> from_readers;  // sources delivered where they are read (inputs)
+  std::vector<PieceReads> pieces;         // per op
+  std::vector<std::vector<Held>> layout;  // per tensor
+  std::vector<bool> from_readers;         // sources delivered where they are read (inputs)
   // Per tensor: its fetch policy (plan::fetch_policy), set by build().
   std::vector<plan::FetchPolicy> fetch;
   std::vector<std::optional<ir::TensorId>> places;  // per op: the source its update places
@@ -137,6 +168,10 @@ struct Lowering::State {
   std::vector<std::optional<TaskId>> previous;
   Replaced replaced;
   CollectiveForm form = CollectiveForm::explicit_transfers;
+  // False for a program lowered once (lower()): nothing reconfigures it, so the pieces and
+  // layouts are dropped once the parts are built and the assembly moves each part's tasks into
+  // the program, freeing them (issue 21: otherwise every task is held twice at the peak).
+  bool keep_parts = true;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
@@ -157,6 +192,9 @@ struct Lowering::State {
   Part const& part_of(std::uint32_t id) const {
     return id < num_ops ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
   }
+  Part& part_of(std::uint32_t id) {
+    return id < num_ops ? op_parts[id] : static_cast<Part&>(tensor_parts[id - num_ops]);
+  }
   // A part's task's id in `program` (its part placed at offset).
   TaskId resolve(Ref r) const { return offset[r.part] + r.index; }
 
@@ -174,7 +212,8 @@ struct Lowering::State {
   // The whole program of the plan, its schedule applied.
   Status lower_all();
 
-  void build_op_part(ir::OpId id);
+  // Builds op `id`'s part from its pieces' analysis (analyze()), keeping what they read.
+  void build_op_part(ir::OpId id, std::vector<tdl::PieceInfo> infos);
 
   // A transfer of the partial results of `sources` pieces for `region` to device `target` (its
   // source device, where there is one, is the caller's to set); `piece` is the op's piece sent.
@@ -185,7 +224,8 @@ struct Lowering::State {
   // scatter_dimension) and each device combines one part, so the partial results cross the links
   // once each, as in a ring reduce-scatter, instead of converging on one device. It is recorded as
   // a collective when it is one: at least two members, one per device, and a part per device.
-  void reduce_scatter(ir::OpId id, Part& part, std::vector<std::uint32_t> const& members);
+  void reduce_scatter(ir::OpId id, Part& part, std::vector<tdl::PieceInfo> const& infos,
+                      std::vector<std::uint32_t> const& members);
 
   // Builds both parts of tensor t (see Pass).
   void build_tensor_part(ir::TensorId t);
