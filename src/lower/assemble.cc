@@ -9,7 +9,6 @@
 namespace cleave::lower {
 
 void Lowering::State::assemble(std::vector<bool> const* rebuilt) {
-  CLEAVE_ASSERT(keep_parts || !rebuilt, "a program lowered once is not reassembled");
   std::size_t parts = num_ops + 2 * std::size_t{num_tensors};
   // Re-emitted from the part data: rebuilt parts, ops whose inputs' parts were rebuilt (their
   // compute tasks wait for other tasks), producers of rebuilt tensor parts (their reduce-scatter
@@ -95,17 +94,14 @@ void Lowering::State::assemble(std::vector<bool> const* rebuilt) {
   for (std::size_t pos = start; pos < order.size(); ++pos) {
     auto id = order[pos];
     bool is_op = id < num_ops;
-    Part& part = part_of(id);
+    Part const& part = part_of(id);
     first_collective[id] = collectives;
     first_initial[id] = initials;
     bool waits_changed = false;
     if (emit[id]) {
       for (std::size_t i = 0; i < part.tasks.size(); ++i) {
         Task& task = p.tasks[offset[id] + i];
-        if (keep_parts)
-          task = part.tasks[i];
-        else
-          task = std::move(part.tasks[i]);
+        task = part.tasks[i];
         task.collective = no_collective;
         for (auto r : part.deps[i])
           task.deps.push_back(resolve(r));
@@ -123,7 +119,6 @@ void Lowering::State::assemble(std::vector<bool> const* rebuilt) {
       for (auto const& b : tensor_parts[id - num_ops].initial)
         slot(p.initial, initials++) = b;
     add_collectives(id, part, p, collectives);
-    if (!keep_parts) part.release();
     if (!rebuilt) continue;
     // A part rebuilt as before (a weight's all-gather after its reader changed) keeps the ids of
     // the tasks that did not change, so that delta simulation need not restart from the step's

@@ -96,10 +96,6 @@ Status Lowering::State::build() {
     order.push_back(id.value());
     order.push_back(part_id(graph.op(id).outputs[0], early_pass));
   }
-  if (!keep_parts) {
-    pieces = {};
-    layout = {};
-  }
   assemble(nullptr);
   return Status::ok();
 }
@@ -156,7 +152,6 @@ void Lowering::State::build_op_part(ir::OpId id, std::vector<tdl::PieceInfo> inf
     for (std::size_t k = 0; k < infos.size(); ++k)
       blocks.push_back({infos[k].output, devices[k], std::nullopt});
   }
-  part.fit();
   op_parts[id.value()] = std::move(part);
   PieceReads& reads = pieces[id.value()];
   reads.count = infos.size();
@@ -347,8 +342,6 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
     all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
   if (!gathers.regular[late_pass])
     all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
-  parts[early_pass].fit();
-  parts[late_pass].fit();
   tensor_part(t, early_pass) = std::move(parts[early_pass]);
   tensor_part(t, late_pass) = std::move(parts[late_pass]);
 }
@@ -579,7 +572,6 @@ Expected<Program> lower(ir::Graph const& graph, plan::Plan const& plan,
   CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
   Lowering::State state(graph, plan, registry);
   state.form = form;
-  state.keep_parts = false;
   CLEAVE_CHECK_OK(state.lower_all());
   return std::move(state.program);
 }

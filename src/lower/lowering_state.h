@@ -60,17 +60,6 @@ struct Part {
     deps.push_back(std::move(deps_of_task));
     return static_cast<std::uint32_t>(tasks.size() - 1);
   }
-  // Frees the lists' spare capacity: the parts of every op and tensor are held at once.
-  void fit() {
-    tasks.shrink_to_fit();
-    deps.shrink_to_fit();
-  }
-  // Frees the tasks once the program has them (lower(), keep_parts false).
-  void release() {
-    tasks = {};
-    deps = {};
-    collectives = {};
-  }
 };
 
 // What one input of one consumer waits for, per piece of the consumer.
@@ -168,10 +157,6 @@ struct Lowering::State {
   std::vector<std::optional<TaskId>> previous;
   Replaced replaced;
   CollectiveForm form = CollectiveForm::explicit_transfers;
-  // False for a program lowered once (lower()): nothing reconfigures it, so the pieces and
-  // layouts are dropped once the parts are built and the assembly moves each part's tasks into
-  // the program, freeing them (issue 21: otherwise every task is held twice at the peak).
-  bool keep_parts = true;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
@@ -191,9 +176,6 @@ struct Lowering::State {
   }
   Part const& part_of(std::uint32_t id) const {
     return id < num_ops ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
-  }
-  Part& part_of(std::uint32_t id) {
-    return id < num_ops ? op_parts[id] : static_cast<Part&>(tensor_parts[id - num_ops]);
   }
   // A part's task's id in `program` (its part placed at offset).
   TaskId resolve(Ref r) const { return offset[r.part] + r.index; }
