@@ -125,6 +125,11 @@ nlohmann::json rebalance_json(RebalancedRun const& r) {
 
 }  // namespace
 
+runtime::KernelChoice kernel_choice(RunRequest const& request) {
+  return request.check || request.deterministic ? runtime::KernelChoice::deterministic
+                                                : runtime::KernelChoice::fastest;
+}
+
 Expected<RunOutcome> run_plan(PlanInput const& input, RunRequest const& request,
                               ops::OpRegistry const& registry, std::string const& loss) {
   auto const& model = input.model;
@@ -132,7 +137,7 @@ Expected<RunOutcome> run_plan(PlanInput const& input, RunRequest const& request,
   if (request.rebalance)
     CLEAVE_CHECK_OK(check_rebalance(input.plan, input.cluster, request.steps, *request.rebalance));
   CLEAVE_TRY(cost::CostModel cost, load_cost_model(input.cluster, request.profile));
-  auto kernels = runtime::KernelRegistry::with_builtins();
+  auto kernels = runtime::KernelRegistry::with_builtins(kernel_choice(request));
   runtime::InProcessBackend in_process;
   auto config = training_config(request, model.training, *kernels,
                                 request.backend ? *request.backend : in_process, loss);

@@ -23,11 +23,14 @@ struct RunRequest {
   int steps = 1;
   std::uint64_t seed = 0;  // of the synthetic data
   bool check = false;      // compare with the unpartitioned graph on one device
+  // Kernels chosen by fixed rules, never by timing, so that the run's numbers repeat exactly
+  // (runtime::KernelChoice); a check always runs so.
+  bool deterministic = false;
   double tolerance = runtime::default_tolerance;
-  std::string fail_op;                              // fault injection (tests): this op's tasks fail
-  int threads_per_device = 0;  // OpenMP threads per worker; 0: max(1, cores / devices)
-  std::string profile;                              // cleave.profile/1 table for the prediction
-  runtime::CommBackend* backend = nullptr;          // null: the in-process backend
+  std::string fail_op;                      // fault injection (tests): this op's tasks fail
+  int threads_per_device = 0;               // OpenMP threads per worker; 0: max(1, cores / devices)
+  std::string profile;                      // cleave.profile/1 table for the prediction
+  runtime::CommBackend* backend = nullptr;  // null: the in-process backend
   std::string backend_name = "in-process backend";  // how the measured collectives ran
   std::FILE* progress = nullptr;  // a line "running: step 3 of 10" here when it is a terminal
   // Set: the scheduling assistant (rebalance.h) may switch plans mid-run; check_rebalance first.
@@ -42,6 +45,9 @@ struct RunOutcome {
   std::optional<runtime::CheckReport> check;  // of the last step
   std::optional<RebalancedRun> rebalance;     // its runs moved into `run`
 };
+
+// The kernels' choice for a request: deterministic under `check` or `deterministic`.
+runtime::KernelChoice kernel_choice(RunRequest const& request);
 
 // Errors: the plan does not evaluate, an unknown fail_op, a failed step, a failed reference run.
 // A check that does not pass is not an error here (RunOutcome::check says so).

@@ -3,7 +3,9 @@
 // side on one model and cluster, optionally as HTML) and `cleave report` (a plan's HTML page).
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 
+#include "api/add_swaps.h"
 #include "api/evaluate.h"
 #include "api/html.h"
 #include "api/plan_input.h"
@@ -46,16 +48,25 @@ void print(std::string const& text) {
 }
 
 // The table with its coverage (text output only: the JSON has measured_tasks and priced_tasks),
-// and for a single row the devices it overflows in detail and its pools' fragmentation.
+// and for a single row the devices it overflows in detail and its pools' fragmentation. With
+// --swap (`swaps` per row), what each row's swaps did, under "swap" in the JSON.
 void print_rows(std::string const& model, std::string const& cluster,
                 std::vector<report::PlanRow> const& rows, std::string const& profile_path,
-                bool json) {
-  if (json) return print(report::rows_to_json(model, cluster, rows));
+                bool json, std::vector<api::SwapOutcome> const& swaps = {}) {
+  if (json && swaps.empty()) return print(report::rows_to_json(model, cluster, rows));
+  if (json) {
+    auto j = nlohmann::json::parse(report::rows_to_json(model, cluster, rows));
+    for (std::size_t i = 0; i < swaps.size(); ++i)
+      j["plans"][i]["swap"] = api::swaps_to_json(swaps[i]);
+    return print(j.dump(2) + "\n");
+  }
   print(report::rows_to_text(model, cluster, rows));
   if (rows.size() == 1) {
     print(report::violations_to_text(rows.front().evaluation));
     print(report::pools_to_text(rows.front().evaluation));
   }
+  for (std::size_t i = 0; i < swaps.size(); ++i)
+    print(api::swaps_to_text(rows[i].algorithm, swaps[i]));
   if (profile_path.empty()) return;
   std::printf("\nprofile %s: compute and reduce tasks priced from measurements\n",
               profile_path.c_str());
@@ -63,6 +74,23 @@ void print_rows(std::string const& model, std::string const& cluster,
     std::printf("%-15s %lld of %lld\n", r.algorithm.c_str(),
                 static_cast<long long>(r.prediction().measured_tasks),
                 static_cast<long long>(r.prediction().priced_tasks));
+}
+
+// --swap: each row's plan with swaps on the devices it overflows; the row then evaluates the plan
+// with them. Per row, what the swaps did.
+Expected<std::vector<api::SwapOutcome>> add_swaps(api::ModelInput const& model,
+                                                  cost::CostModel const& cost,
+                                                  ops::OpRegistry const& registry,
+                                                  std::vector<plan::Plan>& plans,
+                                                  std::vector<report::PlanRow>& rows) {
+  std::vector<api::SwapOutcome> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CLEAVE_TRY(auto outcome, api::add_swaps(model, plans[i], rows[i].evaluation, cost, registry));
+    plans[i] = outcome.plan;
+    rows[i].evaluation = outcome.evaluation;
+    out.push_back(std::move(outcome));
+  }
+  return out;
 }
 
 // The model, the cluster and the pricing that `plan` and `compare` work on.
@@ -110,10 +138,24 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   if (!row) return report(row.error());
   std::vector<report::PlanRow> rows;
   rows.push_back(std::move(*row));
-  print_rows(model.label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  std::vector<plan::Plan> plans{std::move(*p)};
+  std::vector<api::SwapOutcome> swaps;
+  if (cmd.swap) {
+    auto added = add_swaps(model, *cost, registry, plans, rows);
+    if (!added) return report(added.error());
+    swaps = std::move(*added);
+    if (!cmd.output.empty() && swaps.front().changed()) {
+      auto st = plan::save_plan(plans.front(), cmd.output);
+      if (!st) return report(st.error());
+    }
+  }
+  print_rows(model.label, cmd.cluster, rows, cmd.profile + cmd.measure, cmd.json, swaps);
   if (auto st = save_measured(problem->pricing); !st) return report(st.error());
   if (!cmd.json && !cmd.output.empty()) std::printf("\nwrote %s\n", cmd.output.c_str());
-  if (!p->provenance.interrupted) return 0;
+  // Still over with swaps: the plan written (if asked for) has them, and the exit says so.
+  if (cmd.swap)
+    if (auto st = api::swaps_fit(swaps.front()); !st) return report(st.error());
+  if (!plans.front().provenance.interrupted) return 0;
   std::fprintf(stderr,
                "interrupted: the search stopped early; the plan above is the best found%s\n",
                cmd.output.empty() ? "" : (" (written to " + cmd.output + ")").c_str());
@@ -134,16 +176,25 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
   if (!ideal) return report(ideal.error());
   report::PlanRow row{p.provenance.algorithm, std::move(*evaluation), *ideal,
                       p.provenance.search_time_s};
+  std::vector<report::PlanRow> rows;
+  rows.push_back(std::move(row));
+  std::vector<api::SwapOutcome> swaps;
+  if (cmd.swap) {
+    std::vector<plan::Plan> plans{p};
+    auto added = add_swaps(model, *cost, registry, plans, rows);
+    if (!added) return report(added.error());
+    swaps = std::move(*added);
+  }
   if (!cmd.trace.empty()) {
-    auto const& e = row.evaluation;
+    auto const& e = rows.front().evaluation;
     auto st =
         write_file_atomic(cmd.trace, report::chrome_trace(model.training, e.program, e.prediction));
     if (!st) return report(st.error());
   }
-  std::vector<report::PlanRow> rows;
-  rows.push_back(std::move(row));
-  print_rows(model.label, p.cluster, rows, cmd.profile + cmd.measure, cmd.json);
+  print_rows(model.label, p.cluster, rows, cmd.profile + cmd.measure, cmd.json, swaps);
   if (auto st = save_measured(*pricing); !st) return report(st.error());
+  if (cmd.swap)
+    if (auto st = api::swaps_fit(swaps.front()); !st) return report(st.error());
   return 0;
 }
 
@@ -151,6 +202,8 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   auto problem =
       load_problem(cmd.model, cmd.training, cmd.cluster, cmd.profile, cmd.measure, registry);
   if (!problem) return report(problem.error());
+  if (auto st = list_pieces(problem->pricing, cmd.list_pieces, registry); !st)
+    return report(st.error());
   auto const& model = problem->model;
   auto const& cost = problem->pricing.cost;
   auto request = search_request("", cmd.search, /*seed=*/0);
@@ -158,14 +211,21 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   std::vector<plan::Plan> plans;
   auto rows = api::compare(model, *cost, cmd.cluster, cmd.algos, *request, registry, &plans);
   if (!rows) return report(rows.error());
+  std::vector<api::SwapOutcome> swaps;
+  if (cmd.swap) {
+    auto added = add_swaps(model, *cost, registry, plans, *rows);
+    if (!added) return report(added.error());
+    swaps = std::move(*added);
+  }
   if (!cmd.html.empty()) {
     auto html = api::compare_html(model, cmd.cluster, *cost, plans, *rows, registry);
     if (!html) return report(html.error());
     auto st = write_file_atomic(cmd.html, *html);
     if (!st) return report(st.error());
   }
-  print_rows(model.label, cmd.cluster, *rows, cmd.profile + cmd.measure, cmd.json);
+  print_rows(model.label, cmd.cluster, *rows, cmd.profile + cmd.measure, cmd.json, swaps);
   if (auto st = save_measured(problem->pricing); !st) return report(st.error());
+  if (auto st = save_pieces(problem->pricing); !st) return report(st.error());
   if (!cmd.json && !cmd.html.empty()) std::printf("\nwrote %s\n", cmd.html.c_str());
   return 0;
 }

@@ -129,6 +129,7 @@ api::RunRequest run_request(RunCommand const& cmd) {
   request.steps = cmd.steps;
   request.seed = cmd.seed;
   request.check = cmd.check;
+  request.deterministic = cmd.deterministic;
   request.tolerance = cmd.tolerance;
   request.fail_op = cmd.fail_op;
   request.threads_per_device = cmd.threads;

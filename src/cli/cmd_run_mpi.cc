@@ -130,7 +130,7 @@ int run_run_mpi(ops::OpRegistry const& registry, RunCommand const& cmd) {
   auto request = run_request(cmd);
   request.backend_name = fmt::format("mpi ({} ranks, {} device{} per rank)", session->size(),
                                      cmd.devices_per_rank, cmd.devices_per_rank == 1 ? "" : "s");
-  auto kernels = runtime::KernelRegistry::with_builtins();
+  auto kernels = runtime::KernelRegistry::with_builtins(api::kernel_choice(request));
   runtime::TrainingConfig config;
   config.steps = cmd.steps;
   config.seed = cmd.seed;

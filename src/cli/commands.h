@@ -84,6 +84,8 @@ struct PlanCommand {
   SearchFlags search;
   std::uint64_t seed = 0;
   bool json = false;
+  // Swaps on every device the plan overflows (api/add_swaps.h); -o writes the plan with them.
+  bool swap = false;
 };
 int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd);
 
@@ -94,6 +96,7 @@ struct SimulateCommand {
   std::string measure;  // --measure FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   bool json = false;
+  bool swap = false;  // as PlanCommand's, reported only (nothing is written)
 };
 int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd);
 
@@ -103,10 +106,12 @@ struct CompareCommand {
   std::vector<std::string> algos;  // empty: every algorithm
   std::string profile;             // a cleave.profile/1 table; empty: the roofline's defaults
   std::string measure;             // --measure FILE (cli/measure.h); empty: none
+  std::string list_pieces;         // --list-pieces FILE (cli/measure.h); empty: none
   api::TrainingFlags training;
   SearchFlags search;  // an option applies to every compared algorithm that declares it
   std::string html;    // empty: no HTML report; else the plans side by side (docs/report.md)
   bool json = false;
+  bool swap = false;  // as PlanCommand's, on every compared plan
 };
 int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd);
 
@@ -121,15 +126,16 @@ struct ReportCommand {
 int run_report(ops::OpRegistry const& registry, ReportCommand const& cmd);
 
 struct RunCommand {
-  std::string plan;         // a cleave.plan/2 file; its model and cluster are rebuilt from it
-  int steps = 1;            // training steps
-  std::uint64_t seed = 0;   // of the synthetic data
-  bool check = false;       // compare with the unpartitioned graph on one device
-  double tolerance = 1e-4;  // of the check's max relative error (runtime/check.h)
-  std::string trace;        // empty: no trace; else the last step's measured Chrome trace
-  std::string fail_op;      // fault injection (tests): the compute tasks of this op fail
-  int threads = 0;          // OpenMP threads per device; 0: max(1, cores / devices)
-  std::string profile;      // cleave.profile/1 table for the prediction shown beside the run
+  std::string plan;            // a cleave.plan/2 file; its model and cluster are rebuilt from it
+  int steps = 1;               // training steps
+  std::uint64_t seed = 0;      // of the synthetic data
+  bool check = false;          // compare with the unpartitioned graph on one device
+  bool deterministic = false;  // kernels chosen by fixed rules (api::RunRequest::deterministic)
+  double tolerance = 1e-4;     // of the check's max relative error (runtime/check.h)
+  std::string trace;           // empty: no trace; else the last step's measured Chrome trace
+  std::string fail_op;         // fault injection (tests): the compute tasks of this op fail
+  int threads = 0;             // OpenMP threads per device; 0: max(1, cores / devices)
+  std::string profile;         // cleave.profile/1 table for the prediction shown beside the run
   // The scheduling assistant (api/rebalance.h): partition again on measured times mid-run.
   bool rebalance = false;
   api::RebalanceOptions rebalance_options;

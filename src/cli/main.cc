@@ -137,6 +137,9 @@ void add_model_commands(CLI::App& app, Options& o) {
 
 // plan, simulate, compare, report.
 void add_plan_commands(CLI::App& app, Options& o) {
+  constexpr char const* swap_help =
+      "add swaps on every device a plan overflows and say what they cost; still over: an error "
+      "(docs/search_swapadvisor.md)";
   auto* plan = app.add_subcommand("plan", "make a plan for a model on a cluster and evaluate it");
   plan->add_option("model", o.plan.model, model_help)->required();
   plan->add_option("--cluster", o.plan.cluster,
@@ -146,6 +149,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
   plan->add_option("-o,--output", o.plan.output, "write the plan (cleave.plan/2)");
   plan->add_option("--seed", o.plan.seed, "seed of randomised algorithms");
   plan->add_flag("--json", o.plan.json, "print cleave.compare/1 JSON");
+  plan->add_flag("--swap", o.plan.swap, swap_help);
   plan->add_option("--profile", o.plan.profile, profile_help);
   plan->add_option("--measure", o.plan.measure, measure_help);
   add_training(plan, o.plan.training);
@@ -158,6 +162,7 @@ void add_plan_commands(CLI::App& app, Options& o) {
   simulate->add_option("--trace", o.simulate.trace,
                        "write the simulated timeline (Chrome trace: Perfetto, chrome://tracing)");
   simulate->add_flag("--json", o.simulate.json, "print cleave.compare/1 JSON");
+  simulate->add_flag("--swap", o.simulate.swap, swap_help);
   simulate->add_option("--profile", o.simulate.profile, profile_help);
   simulate->add_option("--measure", o.simulate.measure, measure_help);
   add_training(simulate, o.simulate.training);
@@ -170,11 +175,16 @@ void add_plan_commands(CLI::App& app, Options& o) {
   compare->add_option("--algos", o.compare.algos, "algorithms, comma separated (default: all)")
       ->delimiter(',');
   compare->add_flag("--json", o.compare.json, "print cleave.compare/1 JSON");
+  compare->add_flag("--swap", o.compare.swap, swap_help);
   compare->add_option("--html", o.compare.html,
                       "also write the plans side by side as one self-contained HTML page "
                       "(docs/report.md)");
   compare->add_option("--profile", o.compare.profile, profile_help);
   compare->add_option("--measure", o.compare.measure, measure_help);
+  compare->add_option("--list-pieces", o.compare.list_pieces,
+                      "write the distinct compute pieces the plans price, keyed as "
+                      "cleave.profile/1 keys them, with their regions and roofline times "
+                      "(cleave.pieces/1), for bench/gpu_pieces_torch.py to time");
   add_training(compare, o.compare.training);
   add_search(compare, o.compare.search);
 
@@ -201,7 +211,11 @@ void add_run_commands(CLI::App& app, Options& o) {
   run->add_option("--seed", o.run.seed, "seed of the synthetic data (default 0)");
   run->add_flag("--check", o.run.check,
                 "also run the unpartitioned graph on one device and compare loss, gradients and "
-                "updated weights; exit non-zero beyond the tolerance");
+                "updated weights; exit non-zero beyond the tolerance (kernels chosen as under "
+                "--deterministic)");
+  run->add_flag("--deterministic", o.run.deterministic,
+                "choose among a kernel's implementations by fixed rules, not by timing them, so "
+                "that a run's numbers repeat exactly (may be slower)");
   run->add_option("--tolerance", o.run.tolerance,
                   "largest max relative error the check accepts (default 1e-4)")
       ->check(CLI::NonNegativeNumber);

@@ -5,6 +5,7 @@
 
 #include "api/plan_input.h"
 #include "runtime/calibrate.h"
+#include "support/file_io.h"
 
 namespace cleave::cli {
 
@@ -60,6 +61,27 @@ Status save_measured(Pricing const& pricing) {
   CLEAVE_CHECK_OK(cost::save_profile(table, pricing.measure_path));
   std::fprintf(stderr, "measured %zu new pieces; %s holds %zu\n", timed.size(),
                pricing.measure_path.c_str(), table.entries().size());
+  return Status::ok();
+}
+
+Status list_pieces(Pricing& pricing, std::string const& path, ops::OpRegistry const& registry) {
+  if (path.empty()) return Status::ok();
+  if (pricing.timer)
+    return Error(ErrorCode::invalid_argument,
+                 "--list-pieces and --measure both watch the pieces priced: give one");
+  pricing.pieces_path = path;
+  pricing.roofline = std::make_unique<cost::CostModel>(*pricing.cost);
+  pricing.lister = std::make_shared<api::PieceLister>(registry, *pricing.roofline);
+  pricing.cost->set_measurer(pricing.lister);
+  return Status::ok();
+}
+
+Status save_pieces(Pricing const& pricing) {
+  if (pricing.pieces_path.empty()) return Status::ok();
+  auto pieces = pricing.lister->pieces();
+  CLEAVE_CHECK_OK(write_file_atomic(pricing.pieces_path, api::pieces_to_json(pieces)));
+  std::fprintf(stderr, "listed %zu distinct pieces in %s\n", pieces.size(),
+               pricing.pieces_path.c_str());
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "api/piece_list.h"
 #include "cluster/cluster.h"
 #include "cost/cost_model.h"
 #include "ops/op_registry.h"
@@ -27,14 +28,24 @@ struct Pricing {
   std::unique_ptr<runtime::KernelRegistry> kernels;
   std::shared_ptr<runtime::PieceTimer> timer;
   cost::ProfileTable loaded;  // what the --measure file held before this run
+  // --list-pieces FILE: the pieces priced, noted by `lister`, which prices them with `roofline`.
+  std::string pieces_path;  // empty: no --list-pieces
+  std::unique_ptr<cost::CostModel> roofline;
+  std::shared_ptr<api::PieceLister> lister;
 };
 
 Expected<Pricing> load_pricing(cluster::Cluster const& cluster, std::string const& cluster_spec,
                                std::string const& profile, std::string const& measure,
                                ops::OpRegistry const& registry);
 
+// `--list-pieces FILE` (issue 24 item 4): notes every compute piece that pricing asks for, to
+// write as cleave.pieces/1 (api/piece_list.h) for a script that times them elsewhere.
+Status list_pieces(Pricing& pricing, std::string const& path, ops::OpRegistry const& registry);
+
 // With --measure: writes the file's entries and the pieces timed in this run (atomically), and
 // says on stderr how many pieces were timed. Nothing without --measure.
 Status save_measured(Pricing const& pricing);
+// With --list-pieces: writes the pieces noted (atomically) and says how many on stderr.
+Status save_pieces(Pricing const& pricing);
 
 }  // namespace cleave::cli

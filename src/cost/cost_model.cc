@@ -24,6 +24,10 @@ double peak_rate(cluster::Device const& dev, ir::DType dtype) {
 
 ComputeCost CostModel::compute(ComputeRequest const& r) const {
   auto const& dev = cluster_->device(r.device);
+  auto const* gpu = gpu_compute(dev.kind);
+  // An op that a GPU framework runs inside another op's kernel launches none of its own: no
+  // measurement of it as a kernel alone applies (a profile times each piece alone).
+  if (gpu && r.graph && fused_on_gpu(*r.graph, r.op)) return {Seconds(0), false};
   DeviceCalibration const* calibration = nullptr;
   if ((profile_ && profile_->has_entries()) || measurer_) {
     std::string attrs = r.attrs ? r.attrs->to_string() : std::string();
@@ -38,7 +42,7 @@ ComputeCost CostModel::compute(ComputeRequest const& r) const {
       return {m->seconds, /*measured=*/true};
   }
   if (profile_) calibration = profile_->calibration(dev.kind);
-  if (auto const* gpu = gpu_compute(dev.kind)) return {gpu_time(r, dev, *gpu, calibration), false};
+  if (gpu) return {gpu_time(r, dev, *gpu, calibration), false};
   double rate = peak_rate(dev, r.dtype);
   // A calibration of the device's kind replaces the defaults: its op type's efficiency, else its
   // default, before the options' op type and default.
@@ -63,7 +67,6 @@ ComputeCost CostModel::compute(ComputeRequest const& r) const {
 
 Seconds CostModel::gpu_time(ComputeRequest const& r, cluster::Device const& dev,
                             GpuCompute const& gpu, DeviceCalibration const* calibration) const {
-  if (r.graph && fused_on_gpu(*r.graph, r.op)) return Seconds(0);
   bool gemm = is_gemm_class(r.op_type);
   // GEMMs run on tensor cores (TF32 for fp32 where the GPU has it: PyTorch's default for
   // convolutions, and NVIDIA's containers' for matmuls); other ops on the CUDA cores' fp32 rate.

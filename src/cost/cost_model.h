@@ -53,7 +53,7 @@ struct ComputeRequest {
   // The op this is a piece of, for a PieceMeasurer; null for work that is not one op's piece (a
   // reduce task).
   ir::Graph const* graph = nullptr;
-  ir::OpId op;
+  ir::OpId op{};
   // Elements the piece writes (its output region), for the GPU model's tiles and waves
   // (gpu_compute.h); 0: unknown.
   std::int64_t output_elements = 0;
@@ -84,7 +84,8 @@ class CostModel {
                      std::optional<ProfileTable> profile = std::nullopt)
       : cluster_(&cluster), options_(std::move(options)), profile_(std::move(profile)) {}
 
-  // The profile table's measurement of exactly this piece if it has one, else the measurer's
+  // Nothing for an op a GPU framework fuses into another's kernel (gpu_compute.h); else the
+  // profile table's measurement of exactly this piece if it has one, else the measurer's
   // (set_measurer), else the roofline with the table's calibration of the device's kind where it
   // gives one, else with `options()`.
   ComputeCost compute(ComputeRequest const& request) const;

@@ -1,6 +1,7 @@
 #include "lower/schedule.h"
 
 #include <algorithm>
+#include <map>
 
 #include "support/assert.h"
 
@@ -13,9 +14,10 @@ struct Context {
   ir::Graph const& graph;
   plan::Plan const& plan;
   Program const& program;
-  std::vector<std::vector<TaskId>> compute;        // per op, per piece: its compute task
-  std::vector<std::vector<std::size_t>> position;  // per op, per piece: in its device's order
-  std::vector<std::vector<TaskId>> readers;        // per task: the tasks listing it in deps
+  std::vector<std::vector<TaskId>> compute;          // per op, per piece: its compute task
+  std::vector<std::vector<std::size_t>> position;    // per op, per piece: in its device's order
+  std::vector<std::vector<TaskId>> readers;          // per task: the tasks listing it in deps
+  std::vector<std::vector<TaskId>> initial_readers;  // per block held before the step
 
   TaskId task_of(PieceRef r) const { return compute[r.op][r.piece]; }
   std::size_t position_of(Task const& t) const { return position[t.op.value()][t.piece]; }
@@ -46,25 +48,6 @@ struct Resolved {
   std::optional<std::size_t> initial;
   std::vector<TaskId> late;
 };
-
-// The device's compute pieces that read a block held before the step: those of the ops reading
-// its tensor (a device holds one block of a source tensor, so they read that one), and any task
-// that sends part of it to another device (which makes it unswappable).
-std::vector<TaskId> initial_readers(Context const& c, InitialBlock const& b) {
-  std::vector<TaskId> out;
-  for (TaskId i = 0; i < c.program.tasks.size(); ++i) {
-    Task const& t = c.program.tasks[i];
-    if (t.kind == TaskKind::transfer && t.source_device == b.device && t.tensor == b.tensor &&
-        tdl::box_volume(tdl::intersect(t.region, b.region)) > 0) {
-      out.push_back(i);
-      continue;
-    }
-    if (t.kind != TaskKind::compute || t.device != b.device) continue;
-    auto const& inputs = c.graph.op(t.op).inputs;
-    if (std::find(inputs.begin(), inputs.end(), b.tensor) != inputs.end()) out.push_back(i);
-  }
-  return out;
-}
 
 Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
   auto fail = [&](std::string const& why) {
@@ -100,7 +83,7 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
   if (writer && tasks[*writer].kind == TaskKind::compute && c.position_of(tasks[*writer]) > out)
     return fail("it is written by " + describe(c.graph, tasks[*writer]) +
                 ", which the device's order runs after the swap-out's piece");
-  auto readers = writer ? c.readers[*writer] : initial_readers(c, c.program.initial[*initial]);
+  auto readers = writer ? c.readers[*writer] : c.initial_readers[*initial];
   for (TaskId reader : readers) {
     Task const& t = tasks[reader];
     if (t.kind != TaskKind::compute || t.device != s.device)
@@ -291,9 +274,44 @@ Status check_acyclic(ir::Graph const& graph, Program const& p) {
 
 }  // namespace
 
+std::vector<std::vector<TaskId>> initial_readers(ir::Graph const& graph, Program const& program) {
+  std::map<std::pair<int, std::uint32_t>, std::vector<std::size_t>> blocks;
+  for (std::size_t b = 0; b < program.initial.size(); ++b)
+    blocks[{program.initial[b].device, program.initial[b].tensor.value()}].push_back(b);
+  std::vector<std::vector<TaskId>> out(program.initial.size());
+  auto held = [&](int device, ir::TensorId tensor) -> std::vector<std::size_t> const* {
+    auto it = blocks.find({device, tensor.value()});
+    return it == blocks.end() ? nullptr : &it->second;
+  };
+  for (TaskId i = 0; i < program.tasks.size(); ++i) {
+    Task const& t = program.tasks[i];
+    if (t.kind == TaskKind::transfer) {
+      // A collective's member lowered per device gathers from its group: every device's block it
+      // overlaps.
+      for (int d = 0; d < program.num_devices; ++d) {
+        if (t.source_device >= 0 && d != t.source_device) continue;
+        if (auto const* bs = held(d, t.tensor))
+          for (auto b : *bs)
+            if (tdl::box_volume(tdl::intersect(t.region, program.initial[b].region)) > 0)
+              out[b].push_back(i);
+      }
+      continue;
+    }
+    if (t.kind != TaskKind::compute) continue;
+    auto inputs = graph.op(t.op).inputs;
+    std::sort(inputs.begin(), inputs.end());
+    inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+    for (auto input : inputs)
+      if (auto const* bs = held(t.device, input))
+        for (auto b : *bs)
+          out[b].push_back(i);
+  }
+  return out;
+}
+
 Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& program) {
   if (plan.order.empty()) return Status::ok();
-  Context c{graph, plan, program, {}, {}, {}};
+  Context c{graph, plan, program, {}, {}, {}, {}};
   c.compute.resize(graph.num_ops());
   c.position.resize(graph.num_ops());
   for (std::size_t o = 0; o < graph.num_ops(); ++o) {
@@ -314,6 +332,7 @@ Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& p
     for (TaskId i = 0; i < program.tasks.size(); ++i)
       for (TaskId d : program.tasks[i].deps)
         c.readers[d].push_back(i);
+    c.initial_readers = initial_readers(graph, program);
     std::vector<Resolved> resolved;
     // Per task, then per block held before the step.
     std::vector<bool> swapped(program.tasks.size() + program.initial.size(), false);

@@ -33,6 +33,12 @@
 
 namespace cleave::lower {
 
+// Per block held before the step (Program::initial), the tasks that read it: its device's compute
+// pieces of the ops reading its tensor (a device holds one block of a source tensor, so they read
+// that one) and any transfer sending part of it to another device (which makes it unswappable; a
+// collective's member lowered per device counts as sending from every device of the tensor).
+std::vector<std::vector<TaskId>> initial_readers(ir::Graph const& graph, Program const& program);
+
 // `program` is the lowering of `plan` without its schedule; on error it is unchanged.
 Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& program);
 

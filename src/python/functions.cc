@@ -22,7 +22,8 @@ namespace {
 
 api::TrainingFlags training_flags(std::string optimizer, std::optional<double> lr, std::string loss,
                                   bool allow_opaque) {
-  return {std::move(optimizer), lr, std::move(loss), allow_opaque, /*precision=*/"", /*progress=*/stderr};
+  return {std::move(optimizer), lr, std::move(loss), allow_opaque, /*precision=*/"",
+          /*progress=*/stderr};
 }
 
 // An option's Python value as the command line would write it: 4 -> "4", [4, 2] -> "4,2".
@@ -103,11 +104,13 @@ std::shared_ptr<PlanBundle> load_plan_input(std::string const& path, api::Traini
 }
 
 py::object run(PlanBundle const& in, int steps, std::uint64_t seed, bool check, double tolerance,
-               std::string const& trace, std::string const& profile, std::string const& loss) {
+               std::string const& trace, std::string const& profile, std::string const& loss,
+               bool deterministic) {
   api::RunRequest request;
   request.steps = steps;
   request.seed = seed;
   request.check = check;
+  request.deterministic = deterministic;
   request.tolerance = tolerance;
   request.profile = profile;
   request.progress = stderr;
@@ -247,7 +250,7 @@ void bind_planning(py::module_& m) {
         "cleave.run/1 dict",
         py::arg("plan_input"), py::arg("steps") = 1, py::arg("seed") = 0, py::arg("check") = false,
         py::arg("tolerance") = runtime::default_tolerance, py::arg("trace") = "",
-        py::arg("profile") = "", py::arg("loss") = "loss");
+        py::arg("profile") = "", py::arg("loss") = "loss", py::arg("deterministic") = false);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SwapAdvisor runs for real (issue 18): a model whose step peaks at over 3x a CPU device's cap
 // trains with `--algo swapadvisor`'s plan, passes `--check`, and the runtime's arena, which refuses
-// what would pass the cap, measures a peak at or under it.
+// what would pass the cap, measures a peak at or under it; and `--swap` on another algorithm's
+// plan (item 5) runs for real the same way.
 #include <algorithm>
 #include <cstdio>
 #include <gtest/gtest.h>
@@ -65,6 +66,64 @@ TEST(Cli, SwapAdvisorSwapsWeightsForReal) {
   auto j = nlohmann::json::parse(run.out);
   EXPECT_TRUE(j["check"]["passed"].get<bool>());
   EXPECT_LE(j["devices"][0]["peak_memory_bytes"].get<std::int64_t>(), 9 << 20);
+}
+
+// `--swap` on Tofu's plan for two CPU devices capped at 10 MiB (each peaks at 13.0 MiB without
+// swaps): the plan written carries the swaps and order, `simulate` replays it within the cap, and
+// it trains for real with `--check` passing under the cap.
+TEST(Cli, SwapAddsSwapsToATofuPlanThatRunsUnderTheCap) {
+  std::string model = "mlp:batch=2048,hidden=256,layers=8,input=256";
+  std::int64_t cap = 10 << 20;
+  std::string plan = (scratch() / "tofu_swap.json").string();
+  Outcome planned =
+      cleave("plan " + model +
+             " --cluster cpu:devices=2,memory=10MiB --algo tofu --swap --json -o " + plan);
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  auto swap = nlohmann::json::parse(planned.out)["plans"][0]["swap"];
+  EXPECT_TRUE(swap["changed"].get<bool>());
+  EXPECT_TRUE(swap["fits"].get<bool>());
+  ASSERT_EQ(swap["devices"].size(), 2u);
+  for (auto const& d : swap["devices"]) {
+    EXPECT_GT(d["peak_before_bytes"].get<std::int64_t>(), cap);
+    EXPECT_LE(d["peak_bytes"].get<std::int64_t>(), cap);
+    EXPECT_GT(d["swapped_bytes"].get<std::int64_t>(), 0);
+  }
+  EXPECT_GE(swap["slowdown"].get<double>(), 1.0);
+  auto written = nlohmann::json::parse(slurp(plan));
+  EXPECT_FALSE(written["swaps"].empty());
+  EXPECT_EQ(written["order"].size(), 2u);
+
+  Outcome simulated = cleave("simulate " + plan + " --json");
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+  EXPECT_TRUE(nlohmann::json::parse(simulated.out)["plans"][0]["fits"].get<bool>());
+
+  Outcome run = cleave("run " + plan + " --check --steps 2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  auto j = nlohmann::json::parse(run.out);
+  EXPECT_TRUE(j["check"]["passed"].get<bool>());
+  for (auto const& d : j["devices"])
+    EXPECT_LE(d["peak_memory_bytes"].get<std::int64_t>(), cap);
+}
+
+TEST(Cli, SwapOnAPlanThatFitsSaysSoAndChangesNothing) {
+  Outcome o = cleave("plan mlp:batch=16 --cluster cpu:devices=2 --swap");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("swaps (--swap), data-parallel: no device over capacity; the plan is "
+                       "unchanged"),
+            std::string::npos)
+      << o.out;
+}
+
+// A device that cannot fit: an error naming it, its shortfall and what no swap moves; the plan
+// asked for is written with the swaps found.
+TEST(Cli, SwapThatCannotFitFailsNamingTheDevice) {
+  std::string plan = (scratch() / "swap_cannot_fit.json").string();
+  Outcome o = cleave("plan mlp:batch=16 --cluster cpu:devices=2,memory=8MiB --swap -o " + plan);
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.err.find("the plan does not fit even with swaps"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("cpu0 is "), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("could not be swapped"), std::string::npos) << o.err;
+  EXPECT_FALSE(nlohmann::json::parse(slurp(plan))["swaps"].empty());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The GPU compute model (cost/gpu_compute.h): tiles and waves, TF32, the fused parts of batch norm
-// and of element-wise chains, and that CPU cores keep the plain roofline.
+// and of element-wise chains (which no profile entry prices), and that CPU cores keep the plain
+// roofline.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "autodiff/training_graph.h"
@@ -7,6 +9,7 @@
 #include "cost/cost_model.h"
 #include "cost/gpu_compute.h"
 #include "models/model_zoo.h"
+#include "tdl/piece.h"
 
 namespace cleave::cost {
 namespace {
@@ -117,6 +120,41 @@ TEST(GpuCompute, FusedPartsOfBatchNormAndElementWiseChains) {
   EXPECT_TRUE(seen);
   EXPECT_DOUBLE_EQ(element_wise_fusion(*g, g->producer(*g->find_tensor("loss"))).bytes_fraction,
                    1.0);  // not element-wise
+}
+
+// A profile times each piece as a kernel of its own (bench/gpu_pieces_torch.py); an op that the
+// GPU model runs inside another's kernel launches none, so its entry must not price it.
+TEST(GpuCompute, AFusedOpIgnoresItsProfileEntry) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto fwd = models::ModelZoo::with_builtins().build("resnet:depth=18,batch=2,image=32", *registry);
+  ASSERT_TRUE(fwd.has_value());
+  auto g = autodiff::build_training_graph(*fwd, *registry);
+  ASSERT_TRUE(g.has_value());
+  auto cluster = cluster::load_cluster("dgx-a100");
+  ASSERT_TRUE(cluster.has_value());
+  auto const& kind = cluster->devices()[0].kind;
+  // A fused bn_var and a kept bn_mean, each with an entry of one second.
+  for (std::string type : {"bn_var", "bn_mean"}) {
+    auto const* op = &*std::find_if(g->ops().begin(), g->ops().end(),
+                                    [&](ir::Op const& o) { return o.type == type; });
+    auto bound = registry->bind(*g, op->id);
+    ASSERT_TRUE(bound.has_value());
+    auto box = tdl::full_box(**bound);
+    std::vector<std::int64_t> extents;
+    for (auto const& i : box)
+      extents.push_back(i.size());
+    auto dtype = g->tensor(op->outputs[0]).type.dtype;
+    ProfileTable t;
+    ASSERT_TRUE(
+        t.add({{type, op->attrs.to_string(), extents, dtype, kind}, {Seconds(1), 1}}).is_ok());
+    CostModel profiled(*cluster, {}, t);
+    ComputeRequest r{type,        &op->attrs,           dtype, box,   Flops(1000),
+                     Bytes(1000), cluster::DeviceId(0), &*g,   op->id};
+    bool fused = fused_on_gpu(*g, op->id);
+    EXPECT_EQ(fused, type == "bn_var");
+    EXPECT_EQ(profiled.compute(r).measured, !fused) << type;
+    EXPECT_EQ(profiled.compute(r).time, fused ? Seconds(0) : Seconds(1)) << type;
+  }
 }
 
 }  // namespace

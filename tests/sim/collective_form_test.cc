@@ -161,9 +161,11 @@ TEST(CollectiveForm, DataParallelCollectivesHaveOneMemberPerDevice) {
                       : col.kind == lower::CollectiveKind::reduce_scatter ? 2u
                                                                           : 3u;
     EXPECT_EQ(col.members.size(), per_device * 16);
-    for (auto m : col.members)
-      if (compact->tasks[m].kind == lower::TaskKind::transfer)
+    for (auto m : col.members) {
+      if (compact->tasks[m].kind == lower::TaskKind::transfer) {
         EXPECT_EQ(compact->tasks[m].source_device, -1);
+      }
+    }
   }
   EXPECT_GT(regular, 0u);
 }

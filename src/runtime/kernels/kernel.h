@@ -5,6 +5,7 @@
 // every plan runs, only slower.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,15 @@ class Kernel {
   virtual Status run(KernelCall const& call) const = 0;
 };
 
+// How a kernel with several implementations of one call picks among them.
+enum class KernelChoice : std::uint8_t {
+  // Each implementation timed on the first call of a shape; the faster runs from then on. Which
+  // one wins can change from run to run, and with it the rounding of the results.
+  fastest,
+  // A fixed rule per shape, so that a run's numbers repeat exactly (`--check`, `--deterministic`).
+  deterministic,
+};
+
 // Kernels by op type, in registration order; explicit registration (STYLE.md #7).
 class KernelRegistry {
  public:
@@ -62,7 +72,7 @@ class KernelRegistry {
   std::vector<Kernel const*> kernels() const;
 
   // Every built-in kernel (oneDNN and the plain-loop ones).
-  static std::unique_ptr<KernelRegistry> with_builtins();
+  static std::unique_ptr<KernelRegistry> with_builtins(KernelChoice choice = KernelChoice::fastest);
 
  private:
   std::vector<std::unique_ptr<Kernel>> kernels_;

@@ -20,11 +20,11 @@ std::vector<Kernel const*> KernelRegistry::kernels() const {
   return out;
 }
 
-std::unique_ptr<KernelRegistry> KernelRegistry::with_builtins() {
+std::unique_ptr<KernelRegistry> KernelRegistry::with_builtins(KernelChoice choice) {
   auto registry = std::make_unique<KernelRegistry>();
   // oneDNN first; the plain-loop expression kernel takes what they leave.
   registry->add(make_contraction_kernel());
-  registry->add(make_conv_kernel());
+  registry->add(make_conv_kernel(choice));
   registry->add(make_pool_kernel());
   registry->add(make_eltwise_kernel());
   registry->add(make_binary_kernel());

@@ -268,7 +268,8 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
 // the threads, and oneDNN cannot tell; so the first call runs each variant twice, timed, in
 // turns, and the faster one runs from then on. (Timing one variant per call over the first calls
 // let a slow variant, e.g. a 120 ms reference kernel beside a 2 ms blocked one, run in every
-// other step of a run's first six.)
+// other step of a run's first six.) The two round differently, so a timed choice can change a
+// run's numbers from one run to the next: KernelChoice::deterministic never times.
 struct ConvEntry {
   static constexpr int trials = 2;    // timed runs of each variant on the first call
   std::vector<ConvVariant> variants;  // plain first; blocked when oneDNN prefers other layouts
@@ -278,6 +279,7 @@ struct ConvEntry {
 
 class ConvKernel final : public Kernel {
  public:
+  explicit ConvKernel(KernelChoice choice) : choice_(choice) {}
   std::string_view name() const override { return "onednn_conv"; }
 
   bool handles(KernelCall const& call) const override {
@@ -357,18 +359,21 @@ class ConvKernel final : public Kernel {
       if (e->variants.empty() || blocked.src.staged() || blocked.weights.staged() ||
           blocked.dst.staged())
         e->variants.push_back(std::move(blocked));
-      if (e->variants.size() == 1) e->chosen = 0;
+      // Deterministic: the first variant, on the data's own (plain) layouts where oneDNN has a
+      // kernel for them.
+      if (e->variants.size() == 1 || choice_ == KernelChoice::deterministic) e->chosen = 0;
       return std::shared_ptr<ConvEntry const>(std::move(e));
     });
   }
 
+  KernelChoice choice_;
   detail::PrimitiveCache<ConvEntry> cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_conv_kernel() {
-  return std::make_unique<ConvKernel>();
+std::unique_ptr<Kernel> make_conv_kernel(KernelChoice choice) {
+  return std::make_unique<ConvKernel>(choice);
 }
 
 }  // namespace cleave::runtime

@@ -10,8 +10,9 @@ namespace cleave::runtime {
 
 // oneDNN matmul: matmul, batch_matmul, linear and their gradients (onednn_matmul.cc).
 std::unique_ptr<Kernel> make_contraction_kernel();
-// oneDNN convolution: conv2d, conv2d_grad_input, conv2d_grad_weight (onednn_conv.cc).
-std::unique_ptr<Kernel> make_conv_kernel();
+// oneDNN convolution: conv2d, conv2d_grad_input, conv2d_grad_weight (onednn_conv.cc); `choice`
+// between its plain-layout and blocked-layout implementations of a shape.
+std::unique_ptr<Kernel> make_conv_kernel(KernelChoice choice);
 // oneDNN pooling: max_pool2d, avg_pool2d (onednn_pool.cc).
 std::unique_ptr<Kernel> make_pool_kernel();
 // oneDNN eltwise, binary, softmax and layer norm (onednn_eltwise.cc).
