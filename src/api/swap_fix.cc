@@ -170,7 +170,7 @@ void peak_bytes(sim::MemoryUse const& use, DeviceStep const& step, std::vector<T
     bool movable = block.task == sim::held_before_step
                        ? std::any_of(held.begin(), held.end(),
                                      [&](lower::InitialBlock const& h) {
-                                       return h.tensor == block.tensor && h.region == block.region;
+                                       return h.tensor == block.tensor && h.region == *block.region;
                                      })
                        : it != position.end() && step.movable[it->second];
     if (movable)

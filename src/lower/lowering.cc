@@ -7,832 +7,465 @@
 #include <utility>
 
 #include "lower/block_index.h"
+#include "lower/lowering_state.h"
 #include "lower/schedule.h"
 #include "support/assert.h"
 
 namespace cleave::lower {
-namespace {
 
-std::int64_t tensor_bytes(ir::Tensor const& t, tdl::Box const& region) {
-  return tdl::box_volume(region) * ir::dtype_bytes(t.type.dtype);
+Pass Lowering::State::pass_of(ir::TensorId t, ir::OpId c) const {
+  if (fetch[t.value()] == plan::FetchPolicy::shared) return early_pass;
+  if (from_readers[t.value()] || !graph.op(c).forward.valid()) return early_pass;
+  ir::OpId producer = graph.producer(t);
+  return producer.valid() && graph.op(producer).forward.valid() ? early_pass : late_pass;
 }
 
-struct BoxLess {
-  bool operator()(tdl::Box const& a, tdl::Box const& b) const { return box_less(a, b); }
-};
-
-// A transfer of a tensor part: (source device, destination device, region).
-using MoveKey = std::tuple<int, int, tdl::Box>;
-struct MoveKeyLess {
-  bool operator()(MoveKey const& a, MoveKey const& b) const {
-    if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
-    if (std::get<1>(a) != std::get<1>(b)) return std::get<1>(a) < std::get<1>(b);
-    return box_less(std::get<2>(a), std::get<2>(b));
+Expected<std::vector<tdl::PieceInfo>> Lowering::State::analyze(ir::OpId id,
+                                                               plan::OpConfig const& config) {
+  CLEAVE_TRY(auto bound, registry.bind(graph, id));
+  auto boxes = plan::piece_boxes(*bound, config);
+  std::vector<tdl::PieceInfo> infos;
+  infos.reserve(boxes.size());
+  for (auto const& box : boxes) {
+    CLEAVE_TRY(tdl::PieceInfo info, tdl::analyze_piece(*bound, box));
+    if (!info.output_exact)
+      return Error(ErrorCode::invalid_argument,
+                   "plan for op '" + graph.op(id).name + "': piece " + tdl::box_to_string(box) +
+                       " writes a non-rectangular region; split that dimension evenly with "
+                       "another degree or not at all");
+    infos.push_back(std::move(info));
   }
-};
-using Moves = std::map<MoveKey, std::uint32_t, MoveKeyLess>;
-
-// A task of a part: parts are numbered ops first (part = op id), then tensors' early parts
-// (num_ops + id), then their late parts (num_ops + num_tensors + id; see Pass).
-struct Ref {
-  std::uint32_t part = 0;
-  std::uint32_t index = 0;
-};
-
-// A full (not partial) block of a tensor on a device, and the task that wrote it (none for a
-// block held before the step).
-struct Held {
-  tdl::Box region;
-  int device = 0;
-  std::optional<Ref> task;
-};
-
-// Tasks before assembly: dependencies as references, a member's `collective` as an index into
-// the part's collectives, whose members are indices into the part's tasks.
-struct Part {
-  std::vector<Task> tasks;
-  std::vector<std::vector<Ref>> deps;  // per task; compute tasks take theirs from tensor parts
-  std::vector<Collective> collectives;
-  std::uint32_t add(Task task, std::vector<Ref> deps_of_task) {
-    tasks.push_back(std::move(task));
-    deps.push_back(std::move(deps_of_task));
-    return static_cast<std::uint32_t>(tasks.size() - 1);
-  }
-};
-
-// What one input of one consumer waits for, per piece of the consumer.
-struct Read {
-  ir::OpId op;
-  std::size_t input = 0;
-  std::vector<std::vector<Ref>> pieces;
-};
-
-// A tensor has two parts, one per pass of its readers. Under FetchPolicy::per_pass (the tensor's
-// policy, plan::fetch_policy; under `shared` every read is in the early part) its late part holds
-// what backward and optimizer ops (op.forward valid) read of a tensor that the forward pass made or
-// that was held before the step (a forward activation, a weight); its early part everything else.
-// Fetches are shared among the readers of one part only: the backward pass fetches again what the
-// forward pass fetched, as each op's input conversion is its own communication in Tofu and ZeRO-3
-// re-gathers weights for the backward pass, instead of keeping the forward copy alive for the
-// whole step (a block lives until its last reader ends, lifetime.h; issue 5). The late part's
-// transfers also wait for the gate: the tasks that wrote the output of the op that produces its
-// first reader's gradient input, so that they run in the backward pass, just before that reader,
-// and not as soon as their source exists.
-enum Pass : std::uint32_t { early_pass, late_pass };
-
-struct TensorPart : Part {
-  std::vector<Read> reads;
-  std::vector<InitialBlock> initial;
-  // Set when this part's all-gather (collectives[0]) completes reduce-scatter `completes` of the
-  // producer's part: the assembly merges the two into one all-reduce (early parts only).
-  std::optional<std::uint32_t> completes;
-};
-
-// The element at `at` of `list`, appended where the list ends there: assembly writes over the
-// old program's collectives and blocks, reusing their lists' storage.
-template <typename T> T& slot(std::vector<T>& list, std::size_t at) {
-  if (at == list.size()) list.emplace_back();
-  return list[at];
+  return infos;
 }
 
-}  // namespace
-
-// What reconfigure() replaced, for undo(): the op's configuration, pieces and part, the layouts its
-// part wrote, the tensor parts rebuilt and which parts were.
-struct Replaced {
-  bool valid = false;
-  ir::OpId op;
-  plan::OpConfig config;
-  std::vector<tdl::PieceInfo> pieces;
-  Part op_part;
-  std::vector<std::pair<ir::TensorId, std::vector<Held>>> layouts;
-  std::vector<std::pair<std::uint32_t, TensorPart>> tensor_parts;  // by part id
-  std::vector<bool> rebuilt;
-  // The plan's schedule, which a reconfigure drops (the program is then assembled anew).
-  bool scheduled = false;
-  std::vector<std::vector<plan::PieceRef>> order;
-  std::vector<plan::Swap> swaps;
-};
-
-struct Lowering::State {
-  ir::Graph const& graph;
-  ops::OpRegistry const& registry;
-  plan::Plan plan;
-  std::uint32_t num_ops = 0;
-  std::vector<std::vector<tdl::PieceInfo>> pieces;  // per op
-  std::vector<std::vector<Held>> layout;            // per tensor
-  std::vector<bool> from_readers;  // sources delivered where they are read (inputs)
-  // Per tensor: its fetch policy (plan::fetch_policy), set by build().
-  std::vector<plan::FetchPolicy> fetch;
-  std::vector<std::optional<ir::TensorId>> places;  // per op: the source its update places
-  std::vector<Part> op_parts;
-  std::vector<TensorPart> tensor_parts;  // early parts by tensor id, then late parts
-  std::uint32_t num_tensors = 0;
-  std::vector<std::optional<ir::OpId>> gate;     // per tensor: whose output its late part waits for
-  std::vector<std::vector<ir::TensorId>> gates;  // per op: the tensors whose late part it gates
-  std::vector<std::uint32_t> order;              // parts in assembly order
-  std::vector<TaskId> offset;                    // per part, in `program`
-  std::vector<CollectiveId> first_collective;    // per part, in `program`
-  std::vector<std::size_t> first_initial;        // per part, in `program`
-  Program program;
-  std::vector<std::optional<TaskId>> previous;
-  Replaced replaced;
-  CollectiveForm form = CollectiveForm::explicit_transfers;
-
-  State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
-      : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
-        pieces(g.num_ops()), layout(g.num_tensors()), from_readers(g.num_tensors(), false),
-        places(g.num_ops()), op_parts(g.num_ops()), tensor_parts(2 * g.num_tensors()),
-        num_tensors(static_cast<std::uint32_t>(g.num_tensors())), gate(g.num_tensors()),
-        gates(g.num_ops()) {}
-
-  std::uint32_t part_id(ir::TensorId t, Pass pass) const {
-    return num_ops + (pass == late_pass ? num_tensors : 0) + t.value();
+std::optional<ir::OpId> Lowering::State::update_of(ir::TensorId t) const {
+  for (ir::OpId c : graph.consumers(t)) {
+    ir::Op const& op = graph.op(c);
+    auto role = graph.tensor(op.outputs[0]).role;
+    bool update = op.forward.valid() && !op.inputs.empty() && op.inputs[0] == t &&
+                  (role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state);
+    if (update) return c;
   }
-  ir::TensorId tensor_of(std::uint32_t part) const {
-    return ir::TensorId((part - num_ops) % num_tensors);
-  }
-  TensorPart& tensor_part(ir::TensorId t, Pass pass) {
-    return tensor_parts[part_id(t, pass) - num_ops];
-  }
-  Part const& part_of(std::uint32_t id) const {
-    return id < num_ops ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
-  }
+  return std::nullopt;
+}
 
-  // Which part of t op c's read belongs to (see Pass). Inputs are delivered where they are read
-  // and have one part.
-  Pass pass_of(ir::TensorId t, ir::OpId c) const {
-    if (fetch[t.value()] == plan::FetchPolicy::shared) return early_pass;
-    if (from_readers[t.value()] || !graph.op(c).forward.valid()) return early_pass;
-    ir::OpId producer = graph.producer(t);
-    return producer.valid() && graph.op(producer).forward.valid() ? early_pass : late_pass;
+Status Lowering::State::build() {
+  fetch.assign(graph.num_tensors(), plan.fetch);
+  for (auto const& f : plan.tensor_fetch)
+    fetch[f.tensor.value()] = f.policy;
+  for (auto const& t : graph.tensors()) {
+    if (graph.producer(t.id).valid()) continue;
+    if (auto update = update_of(t.id))
+      places[update->value()] = t.id;
+    else
+      from_readers[t.id.value()] = true;
   }
-
-  Expected<std::vector<tdl::PieceInfo>> analyze(ir::OpId id, plan::OpConfig const& config) {
-    CLEAVE_TRY(auto bound, registry.bind(graph, id));
-    std::vector<tdl::PieceInfo> infos;
-    for (auto const& box : plan::piece_boxes(*bound, config)) {
-      CLEAVE_TRY(tdl::PieceInfo info, tdl::analyze_piece(*bound, box));
-      if (!info.output_exact)
-        return Error(ErrorCode::invalid_argument,
-                     "plan for op '" + graph.op(id).name + "': piece " + tdl::box_to_string(box) +
-                         " writes a non-rectangular region; split that dimension evenly with "
-                         "another degree or not at all");
-      infos.push_back(std::move(info));
+  for (ir::OpId id : graph.topo_order()) {
+    CLEAVE_TRY(auto infos, analyze(id, plan.ops[id.value()]));
+    build_op_part(id, std::move(infos));
+  }
+  // A late part goes just before its first reader, after its gate: the latest (in topological
+  // order) backward op whose output that reader reads.
+  std::vector<std::size_t> position(num_ops);
+  for (std::size_t i = 0; i < graph.topo_order().size(); ++i)
+    position[graph.topo_order()[i].value()] = i;
+  std::vector<std::vector<ir::TensorId>> late_before(num_ops);
+  for (auto const& t : graph.tensors()) {
+    std::optional<ir::OpId> first;
+    for (ir::OpId c : graph.consumers(t.id))
+      if (pass_of(t.id, c) == late_pass &&
+          (!first || position[c.value()] < position[first->value()]))
+        first = c;
+    if (!first) continue;
+    late_before[first->value()].push_back(t.id);
+    for (ir::TensorId in : graph.op(*first).inputs) {
+      ir::OpId p = graph.producer(in);
+      if (!p.valid() || !graph.op(p).forward.valid()) continue;
+      if (!gate[t.id.value()] || position[p.value()] > position[gate[t.id.value()]->value()])
+        gate[t.id.value()] = p;
     }
-    return infos;
+    if (gate[t.id.value()]) gates[gate[t.id.value()]->value()].push_back(t.id);
   }
-
-  // The op that writes a weight's or optimizer state's next value (its update), if any.
-  std::optional<ir::OpId> update_of(ir::TensorId t) const {
-    for (ir::OpId c : graph.consumers(t)) {
-      ir::Op const& op = graph.op(c);
-      auto role = graph.tensor(op.outputs[0]).role;
-      bool update = op.forward.valid() && !op.inputs.empty() && op.inputs[0] == t &&
-                    (role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state);
-      if (update) return c;
-    }
-    return std::nullopt;
+  for (auto const& t : graph.tensors())
+    build_tensor_part(t.id);
+  for (auto const& t : graph.tensors())
+    if (!graph.producer(t.id).valid()) order.push_back(part_id(t.id, early_pass));
+  for (ir::OpId id : graph.topo_order()) {
+    for (ir::TensorId t : late_before[id.value()])
+      order.push_back(part_id(t, late_pass));
+    order.push_back(id.value());
+    order.push_back(part_id(graph.op(id).outputs[0], early_pass));
   }
+  assemble(nullptr);
+  return Status::ok();
+}
 
-  Status build() {
-    fetch.assign(graph.num_tensors(), plan.fetch);
-    for (auto const& f : plan.tensor_fetch)
-      fetch[f.tensor.value()] = f.policy;
-    for (auto const& t : graph.tensors()) {
-      if (graph.producer(t.id).valid()) continue;
-      if (auto update = update_of(t.id))
-        places[update->value()] = t.id;
-      else
-        from_readers[t.id.value()] = true;
+Status Lowering::State::lower_all() {
+  CLEAVE_CHECK_OK(build());
+  return apply_schedule(graph, plan, program);
+}
+
+void Lowering::State::build_op_part(ir::OpId id, std::vector<tdl::PieceInfo> infos) {
+  ir::Op const& op = graph.op(id);
+  auto const& devices = plan.ops[id.value()].devices;
+  ir::TensorId out = op.outputs[0];
+  Part part;
+  for (std::size_t k = 0; k < infos.size(); ++k) {
+    auto& info = infos[k];
+    Task task;
+    task.kind = TaskKind::compute;
+    task.device = devices[k];
+    task.op = id;
+    task.piece = static_cast<std::uint32_t>(k);
+    task.iteration = std::move(info.iter_box);
+    task.tensor = out;
+    task.region = info.output;
+    task.partial = info.partial;
+    task.reducer = info.reducer;
+    task.flops = info.flops;
+    task.bytes = Bytes(info.bytes_read.value() + info.bytes_written.value());
+    part.add(std::move(task), {});
+  }
+  auto& held = layout[out.value()];
+  held.clear();
+  // Pieces that differ only in reduction dimensions write the same region: their partial
+  // results are combined where the group's devices are (below).
+  std::map<tdl::Box, std::vector<std::uint32_t>, BoxLess> groups;
+  std::vector<tdl::Box> group_order;
+  for (std::uint32_t k = 0; k < infos.size(); ++k) {
+    auto [it, fresh] = groups.try_emplace(infos[k].output);
+    if (fresh) group_order.push_back(infos[k].output);
+    it->second.push_back(k);
+  }
+  for (auto const& key : group_order) {
+    auto const& members = groups[key];
+    auto const& first = infos[members[0]];
+    if (!first.partial) {
+      held.push_back({first.output, devices[members[0]], Ref{id.value(), members[0]}});
+      continue;
     }
-    for (ir::OpId id : graph.topo_order()) {
-      CLEAVE_TRY(pieces[id.value()], analyze(id, plan.ops[id.value()]));
-      build_op_part(id);
+    reduce_scatter(id, part, infos, members);
+  }
+  if (auto placed = places[id.value()]) {
+    auto& blocks = layout[placed->value()];
+    blocks.clear();
+    for (std::size_t k = 0; k < infos.size(); ++k)
+      blocks.push_back({infos[k].output, devices[k], std::nullopt});
+  }
+  op_parts[id.value()] = std::move(part);
+  PieceReads& reads = pieces[id.value()];
+  reads.count = infos.size();
+  reads.inputs = op.inputs.size();
+  reads.boxes.clear();
+  reads.boxes.reserve(reads.count * reads.inputs);
+  for (auto& info : infos)
+    for (auto& input : info.inputs)
+      reads.boxes.push_back(std::move(input.box));
+}
+
+Task Lowering::State::partial_move(ir::OpId id, std::uint32_t piece, int target,
+                                   tdl::Box const& region, std::size_t sources) const {
+  Task move;
+  move.kind = TaskKind::transfer;
+  move.device = target;
+  move.op = id;
+  move.piece = piece;
+  move.tensor = graph.op(id).outputs[0];
+  move.region = region;
+  move.partial = true;
+  move.bytes =
+      Bytes(tensor_bytes(graph.tensor(move.tensor), region) * static_cast<std::int64_t>(sources));
+  return move;
+}
+
+void Lowering::State::reduce_scatter(ir::OpId id, Part& part,
+                                     std::vector<tdl::PieceInfo> const& infos,
+                                     std::vector<std::uint32_t> const& members) {
+  auto const& devices = plan.ops[id.value()].devices;
+  ir::TensorId out = graph.op(id).outputs[0];
+  auto const& first = infos[members[0]];
+  std::vector<int> targets;
+  std::vector<bool> targeted(static_cast<std::size_t>(plan.num_devices), false);
+  for (auto k : members)
+    if (!targeted[static_cast<std::size_t>(devices[k])]) {
+      targeted[static_cast<std::size_t>(devices[k])] = true;
+      targets.push_back(devices[k]);
     }
-    // A late part goes just before its first reader, after its gate: the latest (in topological
-    // order) backward op whose output that reader reads.
-    std::vector<std::size_t> position(num_ops);
-    for (std::size_t i = 0; i < graph.topo_order().size(); ++i)
-      position[graph.topo_order()[i].value()] = i;
-    std::vector<std::vector<ir::TensorId>> late_before(num_ops);
-    for (auto const& t : graph.tensors()) {
-      std::optional<ir::OpId> first;
-      for (ir::OpId c : graph.consumers(t.id))
-        if (pass_of(t.id, c) == late_pass &&
-            (!first || position[c.value()] < position[first->value()]))
-          first = c;
-      if (!first) continue;
-      late_before[first->value()].push_back(t.id);
-      for (ir::TensorId in : graph.op(*first).inputs) {
-        ir::OpId p = graph.producer(in);
-        if (!p.valid() || !graph.op(p).forward.valid()) continue;
-        if (!gate[t.id.value()] || position[p.value()] > position[gate[t.id.value()]->value()])
-          gate[t.id.value()] = p;
+  std::size_t cut = scatter_dimension(first.output, targets.size());
+  std::int64_t cuts = first.output.empty()
+                          ? 1
+                          : std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),
+                                                   first.output[cut].size());
+  auto parts = first.output.empty() ? std::vector<tdl::Box>{first.output}
+                                    : tdl::split_evenly(first.output, static_cast<int>(cut), cuts);
+  bool collective =
+      members.size() >= 2 && targets.size() == members.size() && parts.size() == targets.size();
+  Collective rs;
+  auto local = static_cast<CollectiveId>(part.collectives.size());
+  auto member = [&](Task& task) {
+    if (collective) task.collective = local;
+  };
+  for (std::size_t j = 0; j < parts.size(); ++j) {
+    int target = targets[j];
+    Task reduce;
+    reduce.kind = TaskKind::reduce;
+    reduce.device = target;
+    reduce.op = id;
+    reduce.tensor = out;
+    reduce.region = parts[j];
+    reduce.reducer = first.reducer;
+    std::vector<Ref> deps;
+    if (collective && form == CollectiveForm::per_device) {
+      // One transfer member per device: what the others send it, waiting for its own partial
+      // result (members[j] is the one member on target j).
+      Task move = partial_move(id, members[j], target, parts[j], members.size() - 1);
+      member(move);
+      auto index = part.add(std::move(move), {Ref{id.value(), members[j]}});
+      rs.members.push_back(index);
+      deps = {Ref{id.value(), members[j]}, Ref{id.value(), index}};
+    } else {
+      for (auto k : members) {
+        if (devices[k] == target) {
+          deps.push_back({id.value(), k});
+          continue;
+        }
+        Task move = partial_move(id, k, target, parts[j], 1);
+        move.source_device = devices[k];
+        member(move);
+        auto index = part.add(std::move(move), {Ref{id.value(), k}});
+        rs.members.push_back(index);
+        deps.push_back({id.value(), index});
       }
-      if (gate[t.id.value()]) gates[gate[t.id.value()]->value()].push_back(t.id);
     }
-    for (auto const& t : graph.tensors())
-      build_tensor_part(t.id);
-    for (auto const& t : graph.tensors())
-      if (!graph.producer(t.id).valid()) order.push_back(part_id(t.id, early_pass));
-    for (ir::OpId id : graph.topo_order()) {
-      for (ir::TensorId t : late_before[id.value()])
-        order.push_back(part_id(t, late_pass));
-      order.push_back(id.value());
-      order.push_back(part_id(graph.op(id).outputs[0], early_pass));
-    }
-    assemble(nullptr);
-    return Status::ok();
+    reduce.flops = Flops(tdl::box_volume(parts[j]) * static_cast<std::int64_t>(members.size() - 1));
+    member(reduce);
+    auto index = part.add(std::move(reduce), std::move(deps));
+    rs.members.push_back(index);
+    layout[out.value()].push_back({parts[j], target, Ref{id.value(), index}});
   }
+  if (!collective) return;
+  rs.kind = CollectiveKind::reduce_scatter;
+  rs.group = targets;
+  std::sort(rs.group.begin(), rs.group.end());
+  rs.tensor = out;
+  rs.region = first.output;
+  rs.bytes = Bytes(tensor_bytes(graph.tensor(out), first.output));
+  part.collectives.push_back(std::move(rs));
+}
 
-  // The whole program of the plan, its schedule applied.
-  Status lower_all() {
-    CLEAVE_CHECK_OK(build());
-    return apply_schedule(graph, plan, program);
-  }
-
-  void build_op_part(ir::OpId id) {
-    ir::Op const& op = graph.op(id);
-    auto const& infos = pieces[id.value()];
-    auto const& devices = plan.ops[id.value()].devices;
-    ir::TensorId out = op.outputs[0];
-    Part part;
-    for (std::size_t k = 0; k < infos.size(); ++k) {
-      auto const& info = infos[k];
-      Task task;
-      task.kind = TaskKind::compute;
-      task.device = devices[k];
-      task.op = id;
-      task.piece = static_cast<std::uint32_t>(k);
-      task.iteration = info.iter_box;
-      task.tensor = out;
-      task.region = info.output;
-      task.partial = info.partial;
-      task.reducer = info.reducer;
-      task.flops = info.flops;
-      task.bytes = Bytes(info.bytes_read.value() + info.bytes_written.value());
-      part.add(std::move(task), {});
-    }
-    auto& held = layout[out.value()];
-    held.clear();
-    // Pieces that differ only in reduction dimensions write the same region: their partial
-    // results are combined where the group's devices are (below).
-    std::map<tdl::Box, std::vector<std::uint32_t>, BoxLess> groups;
-    std::vector<tdl::Box> group_order;
-    for (std::uint32_t k = 0; k < infos.size(); ++k) {
-      auto [it, fresh] = groups.try_emplace(infos[k].output);
-      if (fresh) group_order.push_back(infos[k].output);
-      it->second.push_back(k);
-    }
-    for (auto const& key : group_order) {
-      auto const& members = groups[key];
-      auto const& first = infos[members[0]];
-      if (!first.partial) {
-        held.push_back({first.output, devices[members[0]], Ref{id.value(), members[0]}});
-        continue;
+void Lowering::State::build_tensor_part(ir::TensorId t) {
+  std::array<TensorPart, 2> parts;
+  auto const& blocks = layout[t.value()];
+  bool readers = from_readers[t.value()];
+  if (!readers && !graph.producer(t).valid())
+    for (auto const& b : blocks)
+      parts[early_pass].initial.push_back({t, b.region, b.device});
+  // The tasks that wrote the gate's output, which the late part's transfers wait for.
+  std::vector<Ref> gate_tasks;
+  if (auto g = gate[t.value()])
+    for (auto const& b : layout[graph.op(*g).outputs[0].value()])
+      if (b.task) gate_tasks.push_back(*b.task);
+  // Passes whose fetches are one regular all-gather, lowered per device: its members' ids in
+  // the part, one per block (CollectiveForm).
+  auto gathers = regular_gathers(t);
+  std::array<std::uint32_t, 2> first_member{};
+  for (Pass pass : {early_pass, late_pass})
+    if (gathers.regular[pass])
+      first_member[pass] = gather_per_device(t, pass, parts[pass], gate_tasks, gathers.block_on);
+  BlockIndex<Held> index(blocks);
+  std::vector<std::uint32_t> candidates;
+  Moves delivered;                 // inputs: (device, device, region) of the blocks delivered
+  std::array<Moves, 2> transfers;  // per part
+  std::vector<ir::OpId> seen;
+  for (ir::OpId c : graph.consumers(t)) {
+    if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+    seen.push_back(c);
+    Pass pass = pass_of(t, c);
+    TensorPart& part = parts[pass];
+    auto self = part_id(t, pass);
+    ir::Op const& op = graph.op(c);
+    auto const& reads = pieces[c.value()];
+    auto const& devices = plan.ops[c.value()].devices;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.inputs[i] != t) continue;
+      Read read{c, i, std::vector<std::vector<Ref>>(reads.size())};
+      for (std::size_t k = 0; k < reads.size(); ++k) {
+        if (reads.none(k, i)) continue;
+        tdl::Box const& region = reads.box(k, i);
+        int d = devices[k];
+        if (readers) {
+          if (delivered.try_emplace({d, d, region}, 0).second)
+            part.initial.push_back({t, region, d});
+          continue;
+        }
+        if (gathers.regular[pass]) {  // its own block, and what the others send it
+          auto own = static_cast<std::uint32_t>(gathers.block_on[static_cast<std::size_t>(d)]);
+          if (blocks[own].task) read.pieces[k].push_back(*blocks[own].task);
+          if (!contains(blocks[own].region, region))
+            read.pieces[k].push_back({self, first_member[pass] + own});
+          continue;
+        }
+        std::int64_t covered = 0;
+        index.candidates(region, candidates);
+        for (auto at : candidates) {
+          Held const& b = blocks[at];
+          tdl::Box piece = tdl::intersect(region, b.region);
+          if (tdl::box_volume(piece) == 0) continue;
+          covered += tdl::box_volume(piece);
+          if (b.device == d) {
+            if (b.task) read.pieces[k].push_back(*b.task);
+            continue;
+          }
+          auto [it, fresh] = transfers[pass].try_emplace(std::make_tuple(b.device, d, piece), 0);
+          if (fresh) {
+            Task move;
+            move.kind = TaskKind::transfer;
+            move.device = d;
+            move.source_device = b.device;
+            move.tensor = t;
+            move.region = piece;
+            move.bytes = Bytes(tensor_bytes(graph.tensor(t), piece));
+            std::vector<Ref> deps;
+            if (b.task) deps.push_back(*b.task);
+            if (pass == late_pass) deps.insert(deps.end(), gate_tasks.begin(), gate_tasks.end());
+            it->second = part.add(std::move(move), std::move(deps));
+          }
+          read.pieces[k].push_back({self, it->second});
+        }
+        CLEAVE_ASSERT(covered == tdl::box_volume(region),
+                      "a tensor's blocks do not cover a read region");
       }
-      reduce_scatter(id, part, members);
+      part.reads.push_back(std::move(read));
     }
-    if (auto placed = places[id.value()]) {
-      auto& blocks = layout[placed->value()];
-      blocks.clear();
-      for (std::size_t k = 0; k < infos.size(); ++k)
-        blocks.push_back({infos[k].output, devices[k], std::nullopt});
-    }
-    op_parts[id.value()] = std::move(part);
   }
+  if (!gathers.regular[early_pass])
+    all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
+  if (!gathers.regular[late_pass])
+    all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
+  tensor_part(t, early_pass) = std::move(parts[early_pass]);
+  tensor_part(t, late_pass) = std::move(parts[late_pass]);
+}
 
-  // A transfer of the partial results of `sources` pieces for `region` to device `target` (its
-  // source device, where there is one, is the caller's to set); `piece` is the op's piece sent.
-  Task partial_move(ir::OpId id, std::uint32_t piece, int target, tdl::Box const& region,
-                    std::size_t sources) const {
+void Lowering::State::all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers,
+                                 bool may_complete) {
+  auto const& blocks = layout[t.value()];
+  if (blocks.size() < 2) return;
+  Collective ag;
+  std::vector<bool> in_group(static_cast<std::size_t>(plan.num_devices), false);
+  for (auto const& b : blocks) {
+    if (in_group[static_cast<std::size_t>(b.device)]) return;
+    in_group[static_cast<std::size_t>(b.device)] = true;
+    ag.group.push_back(b.device);
+  }
+  for (auto const& from : blocks)
+    for (auto const& to : blocks) {
+      if (from.device == to.device) continue;
+      auto it = transfers.find(std::make_tuple(from.device, to.device, from.region));
+      if (it == transfers.end()) return;
+      ag.members.push_back(it->second);
+    }
+  std::sort(ag.group.begin(), ag.group.end());
+  std::sort(ag.members.begin(), ag.members.end());
+  for (auto m : ag.members)
+    part.tasks[m].collective = 0;
+  ag.kind = CollectiveKind::all_gather;
+  ag.tensor = t;
+  ag.region = tdl::whole_box(graph.tensor(t).type.shape);
+  ag.bytes = Bytes(tensor_bytes(graph.tensor(t), ag.region));
+  part.collectives.push_back(std::move(ag));
+  if (may_complete) part.completes = completed_reduce_scatter(t);
+}
+
+std::optional<CollectiveId> Lowering::State::completed_reduce_scatter(ir::TensorId t) const {
+  ir::OpId producer = graph.producer(t);
+  if (!producer.valid()) return std::nullopt;
+  auto const& op_part = op_parts[producer.value()];
+  std::optional<CollectiveId> rs;
+  for (auto const& b : layout[t.value()]) {
+    if (!b.task || b.task->part != producer.value()) return std::nullopt;
+    Task const& writer = op_part.tasks[b.task->index];
+    if (writer.kind != TaskKind::reduce || writer.collective == no_collective) return std::nullopt;
+    if (rs && *rs != writer.collective) return std::nullopt;
+    rs = writer.collective;
+  }
+  return rs;
+}
+
+Lowering::State::Gathers Lowering::State::regular_gathers(ir::TensorId t) const {
+  Gathers out;
+  auto const& blocks = layout[t.value()];
+  if (form != CollectiveForm::per_device || from_readers[t.value()] || !plan.swaps.empty() ||
+      blocks.size() < 2)
+    return out;
+  out.block_on.assign(static_cast<std::size_t>(plan.num_devices), -1);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    auto& at = out.block_on[static_cast<std::size_t>(blocks[i].device)];
+    if (at >= 0) return out;
+    at = static_cast<int>(i);
+  }
+  tdl::Box whole = tdl::whole_box(graph.tensor(t).type.shape);
+  std::array<bool, 2> any{}, whole_reads{true, true};
+  std::array<std::vector<bool>, 2> reads;
+  reads.fill(std::vector<bool>(static_cast<std::size_t>(plan.num_devices), false));
+  for (ir::OpId c : graph.consumers(t)) {
+    Pass pass = pass_of(t, c);
+    ir::Op const& op = graph.op(c);
+    auto const& read = pieces[c.value()];
+    for (std::size_t i = 0; i < op.inputs.size(); ++i)
+      for (std::size_t k = 0; k < read.size() && op.inputs[i] == t; ++k) {
+        if (read.none(k, i)) continue;
+        auto d = static_cast<std::size_t>(plan.ops[c.value()].devices[k]);
+        tdl::Box const& region = read.box(k, i);
+        if (out.block_on[d] >= 0 &&
+            contains(blocks[static_cast<std::size_t>(out.block_on[d])].region, region))
+          continue;  // read where it is held: no transfer
+        any[pass] = true;
+        whole_reads[pass] = whole_reads[pass] && region == whole && out.block_on[d] >= 0;
+        reads[pass][d] = true;
+      }
+  }
+  for (Pass pass : {early_pass, late_pass})
+    out.regular[pass] = any[pass] && whole_reads[pass] &&
+                        std::all_of(blocks.begin(), blocks.end(), [&](Held const& b) {
+                          return reads[pass][static_cast<std::size_t>(b.device)];
+                        });
+  return out;
+}
+
+std::uint32_t Lowering::State::gather_per_device(ir::TensorId t, Pass pass, TensorPart& part,
+                                                 std::vector<Ref> const& gate_tasks,
+                                                 std::vector<int> const& block_on) {
+  auto const& blocks = layout[t.value()];
+  auto const& tensor = graph.tensor(t);
+  Collective ag;
+  ag.kind = CollectiveKind::all_gather;
+  ag.tensor = t;
+  ag.region = tdl::whole_box(tensor.type.shape);
+  ag.bytes = Bytes(tensor_bytes(tensor, ag.region));
+  auto first = static_cast<std::uint32_t>(part.tasks.size());
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
     Task move;
     move.kind = TaskKind::transfer;
-    move.device = target;
-    move.op = id;
-    move.piece = piece;
-    move.tensor = graph.op(id).outputs[0];
-    move.region = region;
-    move.partial = true;
-    move.bytes =
-        Bytes(tensor_bytes(graph.tensor(move.tensor), region) * static_cast<std::int64_t>(sources));
-    return move;
+    move.device = blocks[i].device;
+    move.tensor = t;
+    move.region = ag.region;
+    move.bytes = Bytes(ag.bytes.value() - tensor_bytes(tensor, blocks[i].region));
+    move.collective = 0;
+    std::vector<Ref> deps;
+    if (blocks[i].task) deps.push_back(*blocks[i].task);
+    for (auto g : gate_tasks) {
+      int on = part_of(g.part).tasks[g.index].device;
+      bool here = on == blocks[i].device || (i == 0 && block_on[static_cast<std::size_t>(on)] < 0);
+      if (pass == late_pass && here) deps.push_back(g);
+    }
+    ag.members.push_back(part.add(std::move(move), std::move(deps)));
+    ag.group.push_back(blocks[i].device);
   }
-
-  // Reduce-scatter: the region is cut into one part per distinct device of the group (along
-  // scatter_dimension) and each device combines one part, so the partial results cross the links
-  // once each, as in a ring reduce-scatter, instead of converging on one device. It is recorded as
-  // a collective when it is one: at least two members, one per device, and a part per device.
-  void reduce_scatter(ir::OpId id, Part& part, std::vector<std::uint32_t> const& members) {
-    auto const& infos = pieces[id.value()];
-    auto const& devices = plan.ops[id.value()].devices;
-    ir::TensorId out = graph.op(id).outputs[0];
-    auto const& first = infos[members[0]];
-    std::vector<int> targets;
-    std::vector<bool> targeted(static_cast<std::size_t>(plan.num_devices), false);
-    for (auto k : members)
-      if (!targeted[static_cast<std::size_t>(devices[k])]) {
-        targeted[static_cast<std::size_t>(devices[k])] = true;
-        targets.push_back(devices[k]);
-      }
-    std::size_t cut = scatter_dimension(first.output, targets.size());
-    std::int64_t cuts = first.output.empty()
-                            ? 1
-                            : std::min<std::int64_t>(static_cast<std::int64_t>(targets.size()),
-                                                     first.output[cut].size());
-    auto parts = first.output.empty()
-                     ? std::vector<tdl::Box>{first.output}
-                     : tdl::split_evenly(first.output, static_cast<int>(cut), cuts);
-    bool collective =
-        members.size() >= 2 && targets.size() == members.size() && parts.size() == targets.size();
-    Collective rs;
-    auto local = static_cast<CollectiveId>(part.collectives.size());
-    auto member = [&](Task& task) {
-      if (collective) task.collective = local;
-    };
-    for (std::size_t j = 0; j < parts.size(); ++j) {
-      int target = targets[j];
-      Task reduce;
-      reduce.kind = TaskKind::reduce;
-      reduce.device = target;
-      reduce.op = id;
-      reduce.tensor = out;
-      reduce.region = parts[j];
-      reduce.reducer = first.reducer;
-      std::vector<Ref> deps;
-      if (collective && form == CollectiveForm::per_device) {
-        // One transfer member per device: what the others send it, waiting for its own partial
-        // result (members[j] is the one member on target j).
-        Task move = partial_move(id, members[j], target, parts[j], members.size() - 1);
-        member(move);
-        auto index = part.add(std::move(move), {Ref{id.value(), members[j]}});
-        rs.members.push_back(index);
-        deps = {Ref{id.value(), members[j]}, Ref{id.value(), index}};
-      } else {
-        for (auto k : members) {
-          if (devices[k] == target) {
-            deps.push_back({id.value(), k});
-            continue;
-          }
-          Task move = partial_move(id, k, target, parts[j], 1);
-          move.source_device = devices[k];
-          member(move);
-          auto index = part.add(std::move(move), {Ref{id.value(), k}});
-          rs.members.push_back(index);
-          deps.push_back({id.value(), index});
-        }
-      }
-      reduce.flops =
-          Flops(tdl::box_volume(parts[j]) * static_cast<std::int64_t>(members.size() - 1));
-      member(reduce);
-      auto index = part.add(std::move(reduce), std::move(deps));
-      rs.members.push_back(index);
-      layout[out.value()].push_back({parts[j], target, Ref{id.value(), index}});
-    }
-    if (!collective) return;
-    rs.kind = CollectiveKind::reduce_scatter;
-    rs.group = targets;
-    std::sort(rs.group.begin(), rs.group.end());
-    rs.tensor = out;
-    rs.region = first.output;
-    rs.bytes = Bytes(tensor_bytes(graph.tensor(out), first.output));
-    part.collectives.push_back(std::move(rs));
-  }
-
-  // Builds both parts of tensor t (see Pass).
-  void build_tensor_part(ir::TensorId t) {
-    std::array<TensorPart, 2> parts;
-    auto const& blocks = layout[t.value()];
-    bool readers = from_readers[t.value()];
-    if (!readers && !graph.producer(t).valid())
-      for (auto const& b : blocks)
-        parts[early_pass].initial.push_back({t, b.region, b.device});
-    // The tasks that wrote the gate's output, which the late part's transfers wait for.
-    std::vector<Ref> gate_tasks;
-    if (auto g = gate[t.value()])
-      for (auto const& b : layout[graph.op(*g).outputs[0].value()])
-        if (b.task) gate_tasks.push_back(*b.task);
-    // Passes whose fetches are one regular all-gather, lowered per device: its members' ids in
-    // the part, one per block (CollectiveForm).
-    auto gathers = regular_gathers(t);
-    std::array<std::uint32_t, 2> first_member{};
-    for (Pass pass : {early_pass, late_pass})
-      if (gathers.regular[pass])
-        first_member[pass] = gather_per_device(t, pass, parts[pass], gate_tasks, gathers.block_on);
-    BlockIndex<Held> index(blocks);
-    std::vector<std::uint32_t> candidates;
-    Moves delivered;                 // inputs: (device, device, region) of the blocks delivered
-    std::array<Moves, 2> transfers;  // per part
-    std::vector<ir::OpId> seen;
-    for (ir::OpId c : graph.consumers(t)) {
-      if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
-      seen.push_back(c);
-      Pass pass = pass_of(t, c);
-      TensorPart& part = parts[pass];
-      auto self = part_id(t, pass);
-      ir::Op const& op = graph.op(c);
-      auto const& infos = pieces[c.value()];
-      auto const& devices = plan.ops[c.value()].devices;
-      for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-        if (op.inputs[i] != t) continue;
-        Read read{c, i, std::vector<std::vector<Ref>>(infos.size())};
-        for (std::size_t k = 0; k < infos.size(); ++k) {
-          if (infos[k].inputs[i].empty()) continue;
-          tdl::Box const& region = infos[k].inputs[i].box;
-          int d = devices[k];
-          if (readers) {
-            if (delivered.try_emplace({d, d, region}, 0).second)
-              part.initial.push_back({t, region, d});
-            continue;
-          }
-          if (gathers.regular[pass]) {  // its own block, and what the others send it
-            auto own = static_cast<std::uint32_t>(gathers.block_on[static_cast<std::size_t>(d)]);
-            if (blocks[own].task) read.pieces[k].push_back(*blocks[own].task);
-            if (!contains(blocks[own].region, region))
-              read.pieces[k].push_back({self, first_member[pass] + own});
-            continue;
-          }
-          std::int64_t covered = 0;
-          index.candidates(region, candidates);
-          for (auto at : candidates) {
-            Held const& b = blocks[at];
-            tdl::Box piece = tdl::intersect(region, b.region);
-            if (tdl::box_volume(piece) == 0) continue;
-            covered += tdl::box_volume(piece);
-            if (b.device == d) {
-              if (b.task) read.pieces[k].push_back(*b.task);
-              continue;
-            }
-            auto [it, fresh] = transfers[pass].try_emplace(std::make_tuple(b.device, d, piece), 0);
-            if (fresh) {
-              Task move;
-              move.kind = TaskKind::transfer;
-              move.device = d;
-              move.source_device = b.device;
-              move.tensor = t;
-              move.region = piece;
-              move.bytes = Bytes(tensor_bytes(graph.tensor(t), piece));
-              std::vector<Ref> deps;
-              if (b.task) deps.push_back(*b.task);
-              if (pass == late_pass) deps.insert(deps.end(), gate_tasks.begin(), gate_tasks.end());
-              it->second = part.add(std::move(move), std::move(deps));
-            }
-            read.pieces[k].push_back({self, it->second});
-          }
-          CLEAVE_ASSERT(covered == tdl::box_volume(region),
-                        "a tensor's blocks do not cover a read region");
-        }
-        part.reads.push_back(std::move(read));
-      }
-    }
-    if (!gathers.regular[early_pass])
-      all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
-    if (!gathers.regular[late_pass])
-      all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
-    tensor_part(t, early_pass) = std::move(parts[early_pass]);
-    tensor_part(t, late_pass) = std::move(parts[late_pass]);
-  }
-
-  // An all-gather: the tensor's blocks lie on distinct devices (at least two) and every one of
-  // them receives every other one's whole block. Other transfers stay point to point. When every
-  // block is a part of one reduce-scatter, the two are one all-reduce (early parts only: the late
-  // part runs in the backward pass, long after the reduce-scatter).
-  void all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers, bool may_complete) {
-    auto const& blocks = layout[t.value()];
-    if (blocks.size() < 2) return;
-    Collective ag;
-    std::vector<bool> in_group(static_cast<std::size_t>(plan.num_devices), false);
-    for (auto const& b : blocks) {
-      if (in_group[static_cast<std::size_t>(b.device)]) return;
-      in_group[static_cast<std::size_t>(b.device)] = true;
-      ag.group.push_back(b.device);
-    }
-    for (auto const& from : blocks)
-      for (auto const& to : blocks) {
-        if (from.device == to.device) continue;
-        auto it = transfers.find(std::make_tuple(from.device, to.device, from.region));
-        if (it == transfers.end()) return;
-        ag.members.push_back(it->second);
-      }
-    std::sort(ag.group.begin(), ag.group.end());
-    std::sort(ag.members.begin(), ag.members.end());
-    for (auto m : ag.members)
-      part.tasks[m].collective = 0;
-    ag.kind = CollectiveKind::all_gather;
-    ag.tensor = t;
-    ag.region = tdl::whole_box(graph.tensor(t).type.shape);
-    ag.bytes = Bytes(tensor_bytes(graph.tensor(t), ag.region));
-    part.collectives.push_back(std::move(ag));
-    if (may_complete) part.completes = completed_reduce_scatter(t);
-  }
-
-  // The reduce-scatter of t's producer whose parts are all of t's blocks, if one is: an
-  // all-gather of the blocks completes it into an all-reduce.
-  std::optional<CollectiveId> completed_reduce_scatter(ir::TensorId t) const {
-    ir::OpId producer = graph.producer(t);
-    if (!producer.valid()) return std::nullopt;
-    auto const& op_part = op_parts[producer.value()];
-    std::optional<CollectiveId> rs;
-    for (auto const& b : layout[t.value()]) {
-      if (!b.task || b.task->part != producer.value()) return std::nullopt;
-      Task const& writer = op_part.tasks[b.task->index];
-      if (writer.kind != TaskKind::reduce || writer.collective == no_collective)
-        return std::nullopt;
-      if (rs && *rs != writer.collective) return std::nullopt;
-      rs = writer.collective;
-    }
-    return rs;
-  }
-
-  // Which passes of t fetch one all-gather that may be lowered per device: t's blocks lie on
-  // distinct devices (at least two), every piece of the pass that reads t reads all of it or
-  // only its own device's block, and the devices that read all of it are the blocks' devices. The
-  // explicit form's all-gather is then every transfer of the pass, and every reading piece waits
-  // for all it receives.
-  struct Gathers {
-    std::array<bool, 2> regular{};
-    std::vector<int> block_on;  // per device: the index of its block, or -1
-  };
-  Gathers regular_gathers(ir::TensorId t) const {
-    Gathers out;
-    auto const& blocks = layout[t.value()];
-    if (form != CollectiveForm::per_device || from_readers[t.value()] || !plan.swaps.empty() ||
-        blocks.size() < 2)
-      return out;
-    out.block_on.assign(static_cast<std::size_t>(plan.num_devices), -1);
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      auto& at = out.block_on[static_cast<std::size_t>(blocks[i].device)];
-      if (at >= 0) return out;
-      at = static_cast<int>(i);
-    }
-    tdl::Box whole = tdl::whole_box(graph.tensor(t).type.shape);
-    std::array<bool, 2> any{}, whole_reads{true, true};
-    std::array<std::vector<bool>, 2> reads;
-    reads.fill(std::vector<bool>(static_cast<std::size_t>(plan.num_devices), false));
-    for (ir::OpId c : graph.consumers(t)) {
-      Pass pass = pass_of(t, c);
-      ir::Op const& op = graph.op(c);
-      auto const& infos = pieces[c.value()];
-      for (std::size_t i = 0; i < op.inputs.size(); ++i)
-        for (std::size_t k = 0; k < infos.size() && op.inputs[i] == t; ++k) {
-          if (infos[k].inputs[i].empty()) continue;
-          auto d = static_cast<std::size_t>(plan.ops[c.value()].devices[k]);
-          tdl::Box const& region = infos[k].inputs[i].box;
-          if (out.block_on[d] >= 0 &&
-              contains(blocks[static_cast<std::size_t>(out.block_on[d])].region, region))
-            continue;  // read where it is held: no transfer
-          any[pass] = true;
-          whole_reads[pass] = whole_reads[pass] && region == whole && out.block_on[d] >= 0;
-          reads[pass][d] = true;
-        }
-    }
-    for (Pass pass : {early_pass, late_pass})
-      out.regular[pass] = any[pass] && whole_reads[pass] &&
-                          std::all_of(blocks.begin(), blocks.end(), [&](Held const& b) {
-                            return reads[pass][static_cast<std::size_t>(b.device)];
-                          });
-    return out;
-  }
-
-  // A regular all-gather of t (regular_gathers) lowered per device: one member per block, in the
-  // blocks' order, on the block's device, receiving the other blocks. A member waits for its own
-  // block's writer; a late part's members also for the gate's writers on their device (any on
-  // no member's device, the first member), so that the collective waits for all of them as the
-  // explicit form's transfers do. Returns the first member's id in the part.
-  std::uint32_t gather_per_device(ir::TensorId t, Pass pass, TensorPart& part,
-                                  std::vector<Ref> const& gate_tasks,
-                                  std::vector<int> const& block_on) {
-    auto const& blocks = layout[t.value()];
-    auto const& tensor = graph.tensor(t);
-    Collective ag;
-    ag.kind = CollectiveKind::all_gather;
-    ag.tensor = t;
-    ag.region = tdl::whole_box(tensor.type.shape);
-    ag.bytes = Bytes(tensor_bytes(tensor, ag.region));
-    auto first = static_cast<std::uint32_t>(part.tasks.size());
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      Task move;
-      move.kind = TaskKind::transfer;
-      move.device = blocks[i].device;
-      move.tensor = t;
-      move.region = ag.region;
-      move.bytes = Bytes(ag.bytes.value() - tensor_bytes(tensor, blocks[i].region));
-      move.collective = 0;
-      std::vector<Ref> deps;
-      if (blocks[i].task) deps.push_back(*blocks[i].task);
-      for (auto g : gate_tasks) {
-        int on = part_of(g.part).tasks[g.index].device;
-        bool here =
-            on == blocks[i].device || (i == 0 && block_on[static_cast<std::size_t>(on)] < 0);
-        if (pass == late_pass && here) deps.push_back(g);
-      }
-      ag.members.push_back(part.add(std::move(move), std::move(deps)));
-      ag.group.push_back(blocks[i].device);
-    }
-    std::sort(ag.group.begin(), ag.group.end());
-    part.collectives.push_back(std::move(ag));
-    if (pass == early_pass) part.completes = completed_reduce_scatter(t);
-    return first;
-  }
-
-  // Assembles `program` from the parts. With `rebuilt` (per part, after a reconfigure), the
-  // program is updated in place: parts before the first one that changed keep their tasks and
-  // ids; parts after it that did not change move their tasks along (their dependencies shifted),
-  // without copying them; and previous_ids is recorded.
-  void assemble(std::vector<bool> const* rebuilt) {
-    std::size_t parts = num_ops + 2 * std::size_t{num_tensors};
-    // Re-emitted from the part data: rebuilt parts, ops whose inputs' parts were rebuilt (their
-    // compute tasks wait for other tasks), producers of rebuilt tensor parts (their reduce-scatter
-    // may now be, or no longer be, an all-reduce).
-    std::vector<bool> emit(parts, rebuilt == nullptr);
-    std::size_t start = rebuilt ? order.size() : 0;
-    if (rebuilt) {
-      for (std::size_t id = 0; id < parts; ++id) {
-        if (!(*rebuilt)[id]) continue;
-        emit[id] = true;
-        if (id < num_ops) continue;
-        ir::TensorId t = tensor_of(static_cast<std::uint32_t>(id));
-        if (graph.producer(t).valid()) emit[graph.producer(t).value()] = true;
-        for (ir::OpId c : graph.consumers(t))
-          emit[c.value()] = true;
-      }
-      for (std::size_t pos = 0; pos < order.size(); ++pos)
-        if (emit[order[pos]]) {
-          start = pos;
-          break;
-        }
-    }
-    Program& p = program;
-    p.num_devices = plan.num_devices;
-    offset.resize(parts, 0);
-    first_collective.resize(parts, 0);
-    first_initial.resize(parts, 0);
-    bool all = start >= order.size();
-    TaskId keep = all ? static_cast<TaskId>(p.tasks.size()) : offset[order[start]];
-    // Collectives and blocks from `start` on are written over the old ones (reusing their lists'
-    // storage); these count the ones written.
-    auto collectives =
-        all ? static_cast<CollectiveId>(p.collectives.size()) : first_collective[order[start]];
-    std::size_t initials = all ? p.initial.size() : first_initial[order[start]];
-    // Where each part from `start` on was (`was`, by position in `order`, and the old end) and
-    // will be (`offset`): a part has its part data's tasks, as many as before unless rebuilt.
-    std::vector<TaskId> was(order.size() - start + 1);
-    TaskId end = keep;
-    for (std::size_t pos = start; pos < order.size(); ++pos) {
-      auto id = order[pos];
-      was[pos - start] = offset[id];
-      offset[id] = end;
-      end += static_cast<TaskId>(part_of(id).tasks.size());
-    }
-    was.back() = static_cast<TaskId>(p.tasks.size());
-    auto moves = [&](std::size_t pos) { return rebuilt && !emit[order[pos]]; };
-    std::vector<TaskId> moved(p.tasks.size() - keep, 0);  // old id - keep -> new id
-    for (std::size_t pos = start; pos < order.size(); ++pos)
-      if (rebuilt && !(*rebuilt)[order[pos]])
-        for (TaskId i = was[pos - start]; i < was[pos - start + 1]; ++i)
-          moved[i - keep] = offset[order[pos]] + (i - was[pos - start]);
-    // The old tasks of emitted parts that keep their size, out of the way: each new one is
-    // compared below with the one it replaces.
-    std::vector<Task> replaced;
-    std::vector<std::size_t> replaced_at(was.size(), 0);  // per position
-    if (rebuilt)
-      for (std::size_t pos = start; pos < order.size(); ++pos) {
-        TaskId from = was[pos - start], to = was[pos - start + 1];
-        replaced_at[pos - start] = replaced.size();
-        if (emit[order[pos]] && to - from == part_of(order[pos]).tasks.size())
-          replaced.insert(replaced.end(), std::make_move_iterator(p.tasks.begin() + from),
-                          std::make_move_iterator(p.tasks.begin() + to));
-      }
-    // The other parts' tasks move in place, each once: parts moving to lower ids first, in
-    // order, then those moving to higher ids, last first; either way a part only lands on tasks
-    // that have moved already or are not needed (the parts keep their order).
-    if (end > p.tasks.size()) p.tasks.resize(end);
-    auto range = [&](std::size_t pos) { return p.tasks.begin() + was[pos - start]; };
-    for (std::size_t pos = start; pos < order.size(); ++pos)
-      if (moves(pos) && offset[order[pos]] < was[pos - start])
-        std::move(range(pos), range(pos + 1), p.tasks.begin() + offset[order[pos]]);
-    for (std::size_t pos = order.size(); pos-- > start;)
-      if (moves(pos) && offset[order[pos]] > was[pos - start])
-        std::move_backward(range(pos), range(pos + 1),
-                           p.tasks.begin() + offset[order[pos]] +
-                               (was[pos - start + 1] - was[pos - start]));
-    p.tasks.resize(end);
-    if (rebuilt) {
-      previous.assign(end, std::nullopt);
-      for (TaskId i = 0; i < keep; ++i)
-        previous[i] = i;
-    }
-    auto resolve = [&](Ref r) { return offset[r.part] + r.index; };
-    for (std::size_t pos = start; pos < order.size(); ++pos) {
-      auto id = order[pos];
-      bool is_op = id < num_ops;
-      Part const& part = part_of(id);
-      first_collective[id] = collectives;
-      first_initial[id] = initials;
-      bool waits_changed = false;
-      if (emit[id]) {
-        for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-          Task& task = p.tasks[offset[id] + i];
-          task = part.tasks[i];
-          task.collective = no_collective;
-          for (auto r : part.deps[i])
-            task.deps.push_back(resolve(r));
-        }
-        if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt, resolve);
-      } else {
-        for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-          Task& task = p.tasks[offset[id] + i];
-          task.collective = no_collective;
-          for (auto& d : task.deps)
-            if (d >= keep) d = moved[d - keep];
-        }
-      }
-      if (!is_op)
-        for (auto const& b : tensor_parts[id - num_ops].initial)
-          slot(p.initial, initials++) = b;
-      add_collectives(id, part, p, collectives);
-      if (!rebuilt) continue;
-      // A part rebuilt as before (a weight's all-gather after its reader changed) keeps the ids of
-      // the tasks that did not change, so that delta simulation need not restart from the step's
-      // start.
-      TaskId old = was[pos - start];
-      bool kept = !(*rebuilt)[id];  // the same tasks as before, maybe new ids
-      bool same_size = was[pos - start + 1] - old == part.tasks.size();
-      for (std::size_t i = 0; i < part.tasks.size(); ++i) {
-        bool compute = is_op && i < pieces[id].size();
-        TaskId now = offset[id] + static_cast<TaskId>(i);
-        if (kept && !(compute && waits_changed))
-          previous[now] = old + i;
-        else if (same_size && emit[id] &&
-                 unchanged(p.tasks[now], replaced[replaced_at[pos - start] + i]))
-          previous[now] = old + i;
-      }
-    }
-    p.collectives.resize(collectives);
-    p.initial.resize(initials);
-  }
-
-  // Whether an emitted task is what an old one was (same content, dependencies mapped to its old
-  // ones), so that it keeps its timing and place in the old run.
-  bool unchanged(Task const& t, Task const& before) const {
-    bool same =
-        t.kind == before.kind && t.device == before.device &&
-        t.source_device == before.source_device && t.op == before.op && t.piece == before.piece &&
-        t.tensor == before.tensor && t.partial == before.partial && t.reducer == before.reducer &&
-        t.flops == before.flops && t.bytes == before.bytes && t.deps.size() == before.deps.size() &&
-        t.iteration == before.iteration && t.region == before.region;
-    for (std::size_t j = 0; same && j < t.deps.size(); ++j)
-      same = previous[t.deps[j]] == before.deps[j];
-    return same;
-  }
-
-  // Emits a part's collectives (its tasks already in p); a tensor part's all-gather that
-  // completes its producer's reduce-scatter turns that into an all-reduce.
-  void add_collectives(std::uint32_t id, Part const& part, Program& p, CollectiveId& written) {
-    bool is_op = id < num_ops;
-    for (std::size_t c = 0; c < part.collectives.size(); ++c) {
-      CollectiveId gid = written;
-      if (!is_op && tensor_parts[id - num_ops].completes) {
-        auto producer = graph.producer(tensor_of(id)).value();
-        gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
-        Collective& rs = p.collectives[gid];
-        rs.kind = CollectiveKind::all_reduce;
-        for (auto m : part.collectives[c].members)
-          rs.members.push_back(m + offset[id]);
-      } else {
-        Collective& col = slot(p.collectives, written++);
-        col = part.collectives[c];
-        for (auto& m : col.members)
-          m += offset[id];
-      }
-      for (auto m : part.collectives[c].members)
-        p.tasks[offset[id] + m].collective = gid;
-    }
-  }
-
-  // Gives op `id`'s compute tasks (already in p) what they wait for, from the tensor parts of its
-  // inputs; returns whether one of those parts was rebuilt.
-  template <typename Resolve>
-  bool add_compute_deps(ir::OpId id, Program& p, std::vector<bool> const* rebuilt,
-                        Resolve const& resolve) {
-    ir::Op const& op = graph.op(id);
-    TaskId base = offset[id.value()];
-    bool changed = false;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      auto tp_id = part_id(op.inputs[i], pass_of(op.inputs[i], id));
-      changed = changed || (rebuilt && (*rebuilt)[tp_id]);
-      auto const& reads = tensor_parts[tp_id - num_ops].reads;
-      auto it = std::find_if(reads.begin(), reads.end(),
-                             [&](Read const& r) { return r.op == id && r.input == i; });
-      CLEAVE_ASSERT(it != reads.end(), "a consumer's read is missing from its input's part");
-      for (std::size_t k = 0; k < it->pieces.size(); ++k)
-        for (auto r : it->pieces[k])
-          p.tasks[base + k].deps.push_back(resolve(r));
-    }
-    return changed;
-  }
-};
+  std::sort(ag.group.begin(), ag.group.end());
+  part.collectives.push_back(std::move(ag));
+  if (pass == early_pass) part.completes = completed_reduce_scatter(t);
+  return first;
+}
 
 Lowering::Lowering(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Lowering::Lowering(Lowering&&) noexcept = default;
@@ -862,14 +495,14 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   r.scheduled = !s.plan.order.empty();
   r.order = std::exchange(s.plan.order, {});
   r.swaps = std::exchange(s.plan.swaps, {});
-  r.pieces = std::exchange(s.pieces[id.value()], std::move(infos));
+  r.pieces = std::move(s.pieces[id.value()]);
   ir::Op const& op = s.graph.op(id);
   r.layouts.clear();
   r.layouts.emplace_back(op.outputs[0], s.layout[op.outputs[0].value()]);
   if (auto placed = s.places[id.value()])
     r.layouts.emplace_back(*placed, s.layout[placed->value()]);
   r.op_part = std::move(s.op_parts[id.value()]);
-  s.build_op_part(id);
+  s.build_op_part(id, std::move(infos));
   r.rebuilt.assign(s.offset.size(), false);
   r.rebuilt[id.value()] = true;
   std::vector<ir::TensorId> touched(op.inputs.begin(), op.inputs.end());

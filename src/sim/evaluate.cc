@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "lower/lowering.h"
 #include "memory/pool.h"
 
@@ -67,15 +71,23 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
                      std::to_string(cluster.num_devices()));
   Evaluation e;
   CLEAVE_TRY(e.program, lower::lower(ctx.graph, ctx.plan, ctx.registry, ctx.collectives));
-  auto costs = collective_costs(e.program, ctx.graph, ctx.cost);
-  auto timings = timings_of(e.program, ctx.graph, ctx.cost, costs);
-  auto index = index_of(ctx.graph, e.program);
-  auto sim = simulate(e.program, timings, resources_of(cluster));
-  e.prediction = summarize(ctx.graph, e.program, ctx.cost, costs, timings, std::move(sim),
-                           ctx.samples_per_step, &index);
+#if defined(__GLIBC__)
+  // The lowering's parts, freed, are small blocks scattered through the heap, which glibc keeps
+  // resident; the simulation's per-task arrays would come on top of them (issue 21).
+  malloc_trim(0);
+#endif
+  std::vector<DeviceTime> times;
+  {  // the per-task timings and index, freed before the memory explanation's per-task blocks
+    auto costs = collective_costs(e.program, ctx.graph, ctx.cost);
+    auto timings = timings_of(e.program, ctx.graph, ctx.cost, costs);
+    auto index = index_of(ctx.graph, e.program);
+    auto sim = simulate(e.program, timings, resources_of(cluster));
+    e.prediction = summarize(ctx.graph, e.program, ctx.cost, costs, timings, std::move(sim),
+                             ctx.samples_per_step, &index);
+    times = device_times(e.program, index, e.prediction.sim);
+  }
   auto use = memory_use(ctx.graph, e.program, e.prediction.sim.spans);
   auto memory = device_memory(ctx.graph, use, cluster, ctx.largest_blocks);
-  auto times = device_times(e.program, index, e.prediction.sim);
   for (std::size_t d = 0; d < cluster.num_devices(); ++d)
     e.devices.push_back({cluster.devices()[d].name, times[d], std::move(memory[d]), std::nullopt});
   e.violations = violations_of(e.devices);

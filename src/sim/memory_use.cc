@@ -63,7 +63,7 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
     return static_cast<std::uint32_t>(use.blocks.size() - 1);
   };
   for (auto const& b : program.initial) {
-    auto id = add_block({b.tensor, b.region, bytes_of(b.tensor, b.region),
+    auto id = add_block({b.tensor, &b.region, bytes_of(b.tensor, b.region),
                          role_of(graph.tensor(b.tensor).role), b.device, held_before_step});
     use.events[static_cast<std::size_t>(b.device)].push_back({0.0, use.blocks[id].bytes, id});
   }
@@ -76,13 +76,13 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
     if (!lifetimes[i].allocates) {
       std::int64_t freed = freed_by_swap_out(program, i, block_of_task);
       auto block = freed >= 0 ? static_cast<std::uint32_t>(freed)
-                              : add_block({t.tensor, t.region, size,
+                              : add_block({t.tensor, &t.region, size,
                                            role_of(graph.tensor(t.tensor).role), t.device, i});
       block_of_task[i] = block;
       on.push_back({spans[i].end, -size, block});
       continue;
     }
-    auto block = add_block({t.tensor, t.region, size, role_of(t, graph), t.device, i});
+    auto block = add_block({t.tensor, &t.region, size, role_of(t, graph), t.device, i});
     block_of_task[i] = block;
     on.push_back({spans[i].start, size, block});
     if (lifetimes[i].readers.empty() || lifetimes[i].swapped) continue;
@@ -140,7 +140,7 @@ void live_at_peak(ir::Graph const& graph, MemoryUse const& use,
   for (std::size_t i = 0; i < n; ++i) {
     auto const& b = use.blocks[touched[i]];
     out.largest_at_peak.push_back(
-        {graph.tensor(b.tensor).name, b.region, live[touched[i]], b.role});
+        {graph.tensor(b.tensor).name, *b.region, live[touched[i]], b.role});
   }
   for (std::size_t e = 0; e <= peak_event && e < events.size(); ++e)
     live[events[e].block] = 0;

@@ -39,7 +39,9 @@ inline constexpr lower::TaskId held_before_step = ~lower::TaskId{0};
 // A block a device holds during the step.
 struct MemoryBlock {
   ir::TensorId tensor;
-  tdl::Box region;
+  // The region in the program the blocks were made from (its task's or initial block's), which
+  // outlives them: a copy per block was a large share of the memory explanation (issue 21).
+  tdl::Box const* region = nullptr;
   std::int64_t bytes = 0;
   MemoryRole role = MemoryRole::other;
   int device = 0;
@@ -60,7 +62,8 @@ struct MemoryUse {
   std::vector<std::vector<BlockEvent>> events;
 };
 
-// `spans`: per task of the program, as simulated (or measured).
+// `spans`: per task of the program, as simulated (or measured). The blocks point into the
+// program's regions: it outlives the MemoryUse.
 MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
                      std::vector<TaskSpan> const& spans);
 

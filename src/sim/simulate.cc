@@ -11,9 +11,13 @@ namespace {
 
 class Loop {
  public:
+  // `checkpoints`: whether the run records them, for a later run to resume from (delta
+  // simulation). Each holds every resource's state, so all of them together grow with devices
+  // squared (issue 21): a plain simulation does without.
   Loop(lower::Program const& program, Timings const& timings,
-       std::vector<Resource> const& resources)
-      : program_(program), n_(program.tasks.size()), nodes_(n_ + program.collectives.size()) {
+       std::vector<Resource> const& resources, bool checkpoints)
+      : program_(program), n_(program.tasks.size()), nodes_(n_ + program.collectives.size()),
+        checkpoints_(checkpoints) {
     // From the collectives' member lists: far less to read than every task.
     node_of_.resize(n_);
     for (lower::TaskId t = 0; t < n_; ++t)
@@ -161,6 +165,7 @@ class Loop {
   }
 
   void checkpoint() {
+    if (!checkpoints_) return;
     auto pops = run_.order.size();
     if (pops % Run::checkpoint_every != 0) return;
     if (!run_.checkpoints.empty() && run_.checkpoints.back().pops >= pops) return;
@@ -241,6 +246,7 @@ class Loop {
   lower::Program const& program_;
   std::size_t n_;
   std::size_t nodes_;
+  bool checkpoints_;
   std::vector<NodeId> node_of_;                // per task: its node (itself, or its collective's)
   std::vector<double> seconds_;                // per node
   std::vector<std::uint64_t> key_;             // per node, key_of
@@ -258,12 +264,14 @@ Run run_event_loop(lower::Program const& program, Timings const& timings,
                    Dependencies const* deps) {
   CLEAVE_ASSERT(!deps || deps->first.size() == program.tasks.size() + 1,
                 "one dependency range per task");
-  return Loop(program, timings, resources).run(prefix, deps, resources);
+  return Loop(program, timings, resources, /*checkpoints=*/true).run(prefix, deps, resources);
 }
 
 SimResult simulate(lower::Program const& program, Timings const& timings,
                    std::vector<Resource> const& resources) {
-  return run_event_loop(program, timings, resources).result;
+  return Loop(program, timings, resources, /*checkpoints=*/false)
+      .run({}, nullptr, resources)
+      .result;
 }
 
 }  // namespace cleave::sim

@@ -1,0 +1,196 @@
+// The assembly of the program from the lowering's parts (lowering_state.h), in place after a
+// reconfigure.
+#include <algorithm>
+#include <iterator>
+
+#include "lower/lowering_state.h"
+#include "support/assert.h"
+
+namespace cleave::lower {
+
+void Lowering::State::assemble(std::vector<bool> const* rebuilt) {
+  std::size_t parts = num_ops + 2 * std::size_t{num_tensors};
+  // Re-emitted from the part data: rebuilt parts, ops whose inputs' parts were rebuilt (their
+  // compute tasks wait for other tasks), producers of rebuilt tensor parts (their reduce-scatter
+  // may now be, or no longer be, an all-reduce).
+  std::vector<bool> emit(parts, rebuilt == nullptr);
+  std::size_t start = rebuilt ? order.size() : 0;
+  if (rebuilt) {
+    for (std::size_t id = 0; id < parts; ++id) {
+      if (!(*rebuilt)[id]) continue;
+      emit[id] = true;
+      if (id < num_ops) continue;
+      ir::TensorId t = tensor_of(static_cast<std::uint32_t>(id));
+      if (graph.producer(t).valid()) emit[graph.producer(t).value()] = true;
+      for (ir::OpId c : graph.consumers(t))
+        emit[c.value()] = true;
+    }
+    for (std::size_t pos = 0; pos < order.size(); ++pos)
+      if (emit[order[pos]]) {
+        start = pos;
+        break;
+      }
+  }
+  Program& p = program;
+  p.num_devices = plan.num_devices;
+  offset.resize(parts, 0);
+  first_collective.resize(parts, 0);
+  first_initial.resize(parts, 0);
+  bool all = start >= order.size();
+  TaskId keep = all ? static_cast<TaskId>(p.tasks.size()) : offset[order[start]];
+  // Collectives and blocks from `start` on are written over the old ones (reusing their lists'
+  // storage); these count the ones written.
+  auto collectives =
+      all ? static_cast<CollectiveId>(p.collectives.size()) : first_collective[order[start]];
+  std::size_t initials = all ? p.initial.size() : first_initial[order[start]];
+  // Where each part from `start` on was (`was`, by position in `order`, and the old end) and
+  // will be (`offset`): a part has its part data's tasks, as many as before unless rebuilt.
+  std::vector<TaskId> was(order.size() - start + 1);
+  TaskId end = keep;
+  for (std::size_t pos = start; pos < order.size(); ++pos) {
+    auto id = order[pos];
+    was[pos - start] = offset[id];
+    offset[id] = end;
+    end += static_cast<TaskId>(part_of(id).tasks.size());
+  }
+  was.back() = static_cast<TaskId>(p.tasks.size());
+  auto moves = [&](std::size_t pos) { return rebuilt && !emit[order[pos]]; };
+  std::vector<TaskId> moved(p.tasks.size() - keep, 0);  // old id - keep -> new id
+  for (std::size_t pos = start; pos < order.size(); ++pos)
+    if (rebuilt && !(*rebuilt)[order[pos]])
+      for (TaskId i = was[pos - start]; i < was[pos - start + 1]; ++i)
+        moved[i - keep] = offset[order[pos]] + (i - was[pos - start]);
+  // The old tasks of emitted parts that keep their size, out of the way: each new one is
+  // compared below with the one it replaces.
+  std::vector<Task> replaced;
+  std::vector<std::size_t> replaced_at(was.size(), 0);  // per position
+  if (rebuilt)
+    for (std::size_t pos = start; pos < order.size(); ++pos) {
+      TaskId from = was[pos - start], to = was[pos - start + 1];
+      replaced_at[pos - start] = replaced.size();
+      if (emit[order[pos]] && to - from == part_of(order[pos]).tasks.size())
+        replaced.insert(replaced.end(), std::make_move_iterator(p.tasks.begin() + from),
+                        std::make_move_iterator(p.tasks.begin() + to));
+    }
+  // The other parts' tasks move in place, each once: parts moving to lower ids first, in
+  // order, then those moving to higher ids, last first; either way a part only lands on tasks
+  // that have moved already or are not needed (the parts keep their order).
+  if (end > p.tasks.size()) p.tasks.resize(end);
+  auto range = [&](std::size_t pos) { return p.tasks.begin() + was[pos - start]; };
+  for (std::size_t pos = start; pos < order.size(); ++pos)
+    if (moves(pos) && offset[order[pos]] < was[pos - start])
+      std::move(range(pos), range(pos + 1), p.tasks.begin() + offset[order[pos]]);
+  for (std::size_t pos = order.size(); pos-- > start;)
+    if (moves(pos) && offset[order[pos]] > was[pos - start])
+      std::move_backward(range(pos), range(pos + 1),
+                         p.tasks.begin() + offset[order[pos]] +
+                             (was[pos - start + 1] - was[pos - start]));
+  p.tasks.resize(end);
+  if (rebuilt) {
+    previous.assign(end, std::nullopt);
+    for (TaskId i = 0; i < keep; ++i)
+      previous[i] = i;
+  }
+  for (std::size_t pos = start; pos < order.size(); ++pos) {
+    auto id = order[pos];
+    bool is_op = id < num_ops;
+    Part const& part = part_of(id);
+    first_collective[id] = collectives;
+    first_initial[id] = initials;
+    bool waits_changed = false;
+    if (emit[id]) {
+      for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+        Task& task = p.tasks[offset[id] + i];
+        task = part.tasks[i];
+        task.collective = no_collective;
+        for (auto r : part.deps[i])
+          task.deps.push_back(resolve(r));
+      }
+      if (is_op) waits_changed = add_compute_deps(ir::OpId(id), p, rebuilt);
+    } else {
+      for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+        Task& task = p.tasks[offset[id] + i];
+        task.collective = no_collective;
+        for (auto& d : task.deps)
+          if (d >= keep) d = moved[d - keep];
+      }
+    }
+    if (!is_op)
+      for (auto const& b : tensor_parts[id - num_ops].initial)
+        slot(p.initial, initials++) = b;
+    add_collectives(id, part, p, collectives);
+    if (!rebuilt) continue;
+    // A part rebuilt as before (a weight's all-gather after its reader changed) keeps the ids of
+    // the tasks that did not change, so that delta simulation need not restart from the step's
+    // start.
+    TaskId old = was[pos - start];
+    bool kept = !(*rebuilt)[id];  // the same tasks as before, maybe new ids
+    bool same_size = was[pos - start + 1] - old == part.tasks.size();
+    for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+      bool compute = is_op && i < pieces[id].size();
+      TaskId now = offset[id] + static_cast<TaskId>(i);
+      if (kept && !(compute && waits_changed))
+        previous[now] = old + i;
+      else if (same_size && emit[id] &&
+               unchanged(p.tasks[now], replaced[replaced_at[pos - start] + i]))
+        previous[now] = old + i;
+    }
+  }
+  p.collectives.resize(collectives);
+  p.initial.resize(initials);
+}
+
+bool Lowering::State::unchanged(Task const& t, Task const& before) const {
+  bool same = t.kind == before.kind && t.device == before.device &&
+              t.source_device == before.source_device && t.op == before.op &&
+              t.piece == before.piece && t.tensor == before.tensor && t.partial == before.partial &&
+              t.reducer == before.reducer && t.flops == before.flops && t.bytes == before.bytes &&
+              t.deps.size() == before.deps.size() && t.iteration == before.iteration &&
+              t.region == before.region;
+  for (std::size_t j = 0; same && j < t.deps.size(); ++j)
+    same = previous[t.deps[j]] == before.deps[j];
+  return same;
+}
+
+void Lowering::State::add_collectives(std::uint32_t id, Part const& part, Program& p,
+                                      CollectiveId& written) {
+  bool is_op = id < num_ops;
+  for (std::size_t c = 0; c < part.collectives.size(); ++c) {
+    CollectiveId gid = written;
+    if (!is_op && tensor_parts[id - num_ops].completes) {
+      auto producer = graph.producer(tensor_of(id)).value();
+      gid = first_collective[producer] + *tensor_parts[id - num_ops].completes;
+      Collective& rs = p.collectives[gid];
+      rs.kind = CollectiveKind::all_reduce;
+      for (auto m : part.collectives[c].members)
+        rs.members.push_back(m + offset[id]);
+    } else {
+      Collective& col = slot(p.collectives, written++);
+      col = part.collectives[c];
+      for (auto& m : col.members)
+        m += offset[id];
+    }
+    for (auto m : part.collectives[c].members)
+      p.tasks[offset[id] + m].collective = gid;
+  }
+}
+
+bool Lowering::State::add_compute_deps(ir::OpId id, Program& p, std::vector<bool> const* rebuilt) {
+  ir::Op const& op = graph.op(id);
+  TaskId base = offset[id.value()];
+  bool changed = false;
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+    auto tp_id = part_id(op.inputs[i], pass_of(op.inputs[i], id));
+    changed = changed || (rebuilt && (*rebuilt)[tp_id]);
+    auto const& reads = tensor_parts[tp_id - num_ops].reads;
+    auto it = std::find_if(reads.begin(), reads.end(),
+                           [&](Read const& r) { return r.op == id && r.input == i; });
+    CLEAVE_ASSERT(it != reads.end(), "a consumer's read is missing from its input's part");
+    for (std::size_t k = 0; k < it->pieces.size(); ++k)
+      for (auto r : it->pieces[k])
+        p.tasks[base + k].deps.push_back(resolve(r));
+  }
+  return changed;
+}
+
+}  // namespace cleave::lower
