@@ -223,6 +223,13 @@ def load():
     return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
+def shared():
+    """Whether other processes shared the cores during the run (the 15-minute load average)."""
+    if os.getloadavg()[2] > os.cpu_count():
+        return "above the core count: other processes shared the cores"
+    return "below the core count"
+
+
 def one_core(args, directory):
     rows = []
     for name in args.models:
@@ -304,8 +311,9 @@ def markdown(args, one, two):
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d', time.gmtime())}, PyTorch "
           f"{torch.__version__} (BLAS: libopenblas0-pthread, its threads set with PyTorch's; "
           f"convolutions: its oneDNN). Load "
-          f"average at the end: {load()} (above the core count: other processes shared the "
-          "cores; the ratios are of runs taken in turns, side by side). Each model is written in PyTorch and exported to ONNX; "
+          f"average at the end: {load()} ({shared()}; the ratios are of runs taken in turns, "
+          "side by side; single runs vary by 10-30%). Each model is written in PyTorch and "
+          "exported to ONNX; "
           f"cleave imports it and runs it with `cleave run`. Same shapes, SGD with momentum 0.9, "
           f"lr 0.01, cross-entropy; median step time over {args.rounds} rounds of {args.steps} "
           "steps after warm-up, cleave and PyTorch in turns each round (cleave's step time is "

@@ -2,6 +2,8 @@
 // than a chunk, merged over several dimensions (an optimizer update of a whole weight) or not
 // (a transpose, whose reads step across the block), give what the interpreter gives, in every
 // piece; and a sum of many terms keeps fp64's accuracy.
+#include <omp.h>
+
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -40,6 +42,24 @@ TEST(ExpressionKernel, RowsLongerThanAChunk) {
   ir::Attrs swap;
   swap.set("perm", std::vector<std::int64_t>{1, 0});
   expect_matches("transpose", {fp32({5, 4099})}, swap);
+}
+
+// With several OpenMP threads a large element-wise piece is cut among them (its outermost
+// dimension; here the second when the first is too short): every piece, whole or not, still gives
+// what the interpreter gives, on one thread and on three.
+TEST(ExpressionKernel, ThreadsShareALargeElementWisePiece) {
+  int before = omp_get_max_threads();
+  ir::Attrs momentum;
+  momentum.set("momentum", 0.9);
+  ir::Attrs swap;
+  swap.set("perm", std::vector<std::int64_t>{1, 0});
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    expect_matches("sgd_momentum", {fp32({64, 1100}), fp32({64, 1100})}, momentum);
+    expect_matches("sgd_momentum", {fp32({2, 300, 130}), fp32({2, 300, 130})}, momentum);
+    expect_matches("transpose", {fp32({257, 300})}, swap);
+  }
+  omp_set_num_threads(before);
 }
 
 // A sum over 262,144 short rows of terms in [-1, 1] (as a bias gradient over many positions, or

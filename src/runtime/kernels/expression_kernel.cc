@@ -7,6 +7,8 @@
 // indices are affine and stay inside their block are strided loads, the rest (padding, floor
 // division, gathers) compute their coordinates per element. A top-level reduction accumulates in
 // the output block, which starts at the reducer's identity (a partial piece yields its partial).
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -613,8 +615,41 @@ class ExpressionKernel final : public Kernel {
       if (call.inputs[i].data == nullptr && !call.piece->inputs[i].empty())
         return Error(ErrorCode::invalid_argument,
                      "loop_expression: input " + std::to_string(i) + " has no data");
-    e.run(call.output.data);
+    auto parts = parallel_parts(call);
+    if (parts.empty()) {
+      e.run(call.output.data);
+      return Status::ok();
+    }
+    // Element-wise: every output element is written by one point of the box, so the parts write
+    // disjoint elements of the one output block, each by an Evaluator of its own.
+#pragma omp parallel for num_threads(static_cast <int>(parts.size())) schedule(static, 1)
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      tdl::PieceInfo part = *call.piece;
+      part.iter_box = parts[i];
+      KernelCall sub = call;
+      sub.piece = &part;
+      Evaluator each(sub);
+      if (each.compile()) each.run(call.output.data);
+    }
     return Status::ok();
+  }
+
+ private:
+  // The worker's OpenMP threads (the executor sets them per device: `cleave run --threads`) share
+  // a large element-wise piece: its box cut evenly along the outermost dimension with a part for
+  // each. None (run whole) for one thread, a small piece, or a reduction, whose parts would add
+  // into shared output elements. (Element-wise ops were a third of a ResNet-18 step on two
+  // threads, the optimizer's updates most of it, while oneDNN's kernels used both.)
+  static std::vector<tdl::Box> parallel_parts(KernelCall const& call) {
+    static constexpr std::int64_t min_points = 1 << 15;
+    auto threads = static_cast<std::int64_t>(omp_get_max_threads());
+    auto const& box = call.piece->iter_box;
+    if (threads < 2 || call.bound->reducer() != tdl::Reducer::none ||
+        tdl::box_volume(box) < min_points)
+      return {};
+    for (std::size_t d = 0; d < box.size(); ++d)
+      if (box[d].size() >= threads) return tdl::split_evenly(box, static_cast<int>(d), threads);
+    return {};
   }
 };
 
