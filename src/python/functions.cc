@@ -21,8 +21,8 @@ namespace cleave::python {
 namespace {
 
 api::TrainingFlags training_flags(std::string optimizer, std::optional<double> lr, std::string loss,
-                                  bool allow_opaque) {
-  return {std::move(optimizer), lr, std::move(loss), allow_opaque, /*precision=*/"",
+                                  bool allow_opaque, std::string precision = "") {
+  return {std::move(optimizer), lr, std::move(loss), allow_opaque, std::move(precision),
           /*progress=*/stderr};
 }
 
@@ -131,15 +131,16 @@ void bind_loading(py::module_& m) {
   m.def(
       "load_model",
       [](std::string const& spec, std::string optimizer, std::optional<double> lr, std::string loss,
-         bool allow_opaque) {
-        auto flags = training_flags(std::move(optimizer), lr, std::move(loss), allow_opaque);
+         bool allow_opaque, std::string precision) {
+        auto flags = training_flags(std::move(optimizer), lr, std::move(loss), allow_opaque,
+                                    std::move(precision));
         py::gil_scoped_release release;
         return std::make_shared<api::ModelInput>(unwrap(api::load_model(spec, registry(), flags)));
       },
       "a model's training graph: a zoo spec NAME[:key=value,...], a cleave.graph/1 file (.json) "
       "or an ONNX model (.onnx)",
       py::arg("spec"), py::arg("optimizer") = "sgd", py::arg("lr") = py::none(),
-      py::arg("loss") = "loss", py::arg("allow_opaque") = false);
+      py::arg("loss") = "loss", py::arg("allow_opaque") = false, py::arg("precision") = "");
   m.def(
       "load_cluster",
       [](std::string const& spec) {

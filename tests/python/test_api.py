@@ -193,6 +193,13 @@ class Errors(unittest.TestCase):
             call()
         self.assertEqual(str(raised.exception), done.stderr.strip())
 
+    def test_precision_is_the_clis(self):
+        amp = cleave.load_model(MODEL, precision="amp-bf16")
+        self.assertGreater(amp.num_ops, cleave.load_model(MODEL).num_ops)  # the casts
+        self.assertEqual(amp.num_ops, cli_json("inspect", MODEL, "--precision", "amp-bf16")["training_ops"])
+        self.assert_same_error(lambda: cleave.load_model(MODEL, precision="fp8"),
+                               "inspect", MODEL, "--precision", "fp8")
+
     def test_errors_carry_cleaves_message(self):
         self.assert_same_error(lambda: cleave.load_model("no-such-model"),
                                "inspect", "no-such-model")
