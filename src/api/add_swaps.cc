@@ -84,7 +84,9 @@ Status swaps_fit(SwapOutcome const& outcome) {
                "weight or optimizer state it holds before the step); gradients that are reduced, "
                "partial results, blocks other devices read and the updated weights and optimizer "
                "state (held to the step's end) stay" +
-                   what);
+                   what +
+                   "\n  try an algorithm that splits the largest ops further (tofu, flexflow), "
+                   "more devices, or devices with more memory");
 }
 
 std::string swaps_to_text(std::string const& algorithm, SwapOutcome const& outcome) {

@@ -13,7 +13,7 @@ namespace {
 report::HtmlPlan html_plan(std::string title, ModelInput const& model, plan::Plan const& p,
                            sim::Evaluation const& e, cost::CostModel const& cost,
                            ops::OpRegistry const& registry) {
-  report::FixContext ctx{model.training, registry, p, cost, model.batch, e, {}};
+  report::FixContext ctx{{model.training, registry, p, cost, model.batch, e}, {}};
   ctx.swap = [&ctx](sim::MemoryUse const& use) { return swap_fix(ctx, use); };
   auto fixes = report::memory_fixes(ctx);
   return {std::move(title), p, e, std::move(fixes), std::nullopt};

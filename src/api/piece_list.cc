@@ -9,19 +9,6 @@ namespace cleave::api {
 
 namespace {
 
-std::string key_text(cost::ProfileKeyView const& key) {
-  std::string out{key.op};
-  out += '|';
-  out += key.attrs;
-  for (auto e : key.extents)
-    out += '|' + std::to_string(e);
-  out += '|';
-  out += ir::dtype_name(key.dtype);
-  out += '|';
-  out += key.device_kind;
-  return out;
-}
-
 std::vector<std::int64_t> sizes(tdl::Box const& box) {
   std::vector<std::int64_t> out;
   out.reserve(box.size());
@@ -59,17 +46,19 @@ std::optional<cost::Measurement> PieceLister::measure(cost::ComputeRequest const
                                                       cost::ProfileKeyView const& key) {
   // Reduce tasks are not one op's piece: a timing script has no op to run for them.
   if (!request.graph) return std::nullopt;
-  std::string text = key_text(key);
   std::lock_guard lock(mutex_);
-  auto [it, added] = pieces_.try_emplace(text);
-  auto& piece = it->second;
-  ++piece.uses;
-  if (!added) return std::nullopt;
-  piece.key = {std::string(key.op),
-               std::string(key.attrs),
-               {key.extents.begin(), key.extents.end()},
-               key.dtype,
-               std::string(key.device_kind)};
+  if (auto it = pieces_.find(key); it != pieces_.end()) {
+    ++it->second.uses;
+    return std::nullopt;
+  }
+  cost::ProfileKey owned{std::string(key.op),
+                         std::string(key.attrs),
+                         {key.extents.begin(), key.extents.end()},
+                         key.dtype,
+                         std::string(key.device_kind)};
+  auto& piece = pieces_[owned];
+  piece.key = std::move(owned);
+  piece.uses = 1;
   piece.example_op = request.graph->op(request.op).name;
   piece.flops = request.flops;
   piece.bytes = request.bytes;
@@ -89,7 +78,7 @@ std::vector<ListedPiece> PieceLister::pieces() const {
   std::lock_guard lock(mutex_);
   std::vector<ListedPiece> out;
   out.reserve(pieces_.size());
-  for (auto const& [text, piece] : pieces_)
+  for (auto const& [key, piece] : pieces_)
     out.push_back(piece);
   return out;
 }

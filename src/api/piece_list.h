@@ -60,7 +60,7 @@ class PieceLister : public cost::PieceMeasurer {
   ops::OpRegistry const* registry_;
   cost::CostModel const* roofline_;
   mutable std::mutex mutex_;
-  std::map<std::string, ListedPiece> pieces_;  // by the key's text
+  std::map<cost::ProfileKey, ListedPiece, cost::ProfileKeyLess> pieces_;
 };
 
 // "cleave.pieces/1": {"format", "device_kinds", "pieces": [...]}, one piece per line.

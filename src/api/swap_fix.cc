@@ -337,8 +337,7 @@ DeviceSwapPlan plan_device_swaps(SwapInput const& ctx, sim::MemoryUse const& use
 }
 
 Expected<report::PlanChange> swap_fix(report::FixContext const& ctx, sim::MemoryUse const& use) {
-  auto planned = plan_device_swaps(
-      {ctx.graph, ctx.registry, ctx.plan, ctx.cost, ctx.samples_per_step, ctx.evaluation}, use);
+  auto planned = plan_device_swaps(ctx, use);
   report::PlanChange change{std::move(planned.plan), {}, {}};
   for (auto const& d : planned.devices) {
     if (d.swaps.empty()) {

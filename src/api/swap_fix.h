@@ -14,14 +14,7 @@
 namespace cleave::api {
 
 // A plan and its evaluation: what the swap planner is run on.
-struct SwapInput {
-  ir::Graph const& graph;
-  ops::OpRegistry const& registry;
-  plan::Plan const& plan;
-  cost::CostModel const& cost;
-  std::int64_t samples_per_step = 1;
-  sim::Evaluation const& evaluation;  // of `plan`
-};
+using SwapInput = report::EvaluatedPlan;
 
 // One over-capacity device's swaps, and the bytes at its peak (before them) a swap may and may
 // not move.

@@ -10,7 +10,7 @@
 
 namespace cleave::cost {
 
-bool ProfileTable::KeyLess::less(ProfileKeyView const& a, ProfileKeyView const& b) {
+bool ProfileKeyLess::less(ProfileKeyView const& a, ProfileKeyView const& b) {
   auto head = [](ProfileKeyView const& k) {
     return std::tie(k.op, k.attrs, k.dtype, k.device_kind);
   };

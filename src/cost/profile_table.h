@@ -44,6 +44,17 @@ struct ProfileKey {
   ProfileKeyView view() const { return {op, attrs, extents, dtype, device_kind}; }
 };
 
+// Orders keys and views of keys alike, so that lookups need not copy the request's strings.
+struct ProfileKeyLess {
+  using is_transparent = void;
+  static ProfileKeyView view(ProfileKeyView v) { return v; }
+  static ProfileKeyView view(ProfileKey const& k) { return k.view(); }
+  static bool less(ProfileKeyView const& a, ProfileKeyView const& b);
+  template <typename A, typename B> bool operator()(A const& a, B const& b) const {
+    return less(view(a), view(b));
+  }
+};
+
 struct Measurement {
   Seconds seconds{0};        // median measured time of the piece, launch included
   std::int64_t samples = 0;  // measurements behind the median; 0: not recorded
@@ -84,17 +95,7 @@ class ProfileTable {
   std::string source;  // free text: what measured it, where, when
 
  private:
-  // Orders keys and views of keys alike, so that lookups need not copy the request's strings.
-  struct KeyLess {
-    using is_transparent = void;
-    static ProfileKeyView view(ProfileKeyView v) { return v; }
-    static ProfileKeyView view(ProfileKey const& k) { return k.view(); }
-    static bool less(ProfileKeyView const& a, ProfileKeyView const& b);
-    template <typename A, typename B> bool operator()(A const& a, B const& b) const {
-      return less(view(a), view(b));
-    }
-  };
-  std::map<ProfileKey, Measurement, KeyLess> entries_;
+  std::map<ProfileKey, Measurement, ProfileKeyLess> entries_;
   std::map<std::string, DeviceCalibration, std::less<>> calibrations_;
 };
 

@@ -39,13 +39,17 @@ struct PlanChange {
   std::map<int, std::string> unchanged;
 };
 
-struct FixContext {
+// A plan and its evaluation, with what evaluated it.
+struct EvaluatedPlan {
   ir::Graph const& graph;
   ops::OpRegistry const& registry;
   plan::Plan const& plan;
   cost::CostModel const& cost;
   std::int64_t samples_per_step = 1;
   sim::Evaluation const& evaluation;  // of `plan`
+};
+
+struct FixContext : EvaluatedPlan {
   // Swaps for the devices over capacity, given the memory of `evaluation` (required); an error
   // says why there are none.
   std::function<Expected<PlanChange>(sim::MemoryUse const&)> swap;

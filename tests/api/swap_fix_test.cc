@@ -31,7 +31,7 @@ struct Case {
   }
 
   Expected<report::PlanChange> swap() const {
-    report::FixContext ctx{model.training, *registry, plan, cost, model.batch, evaluation, {}};
+    report::FixContext ctx{{model.training, *registry, plan, cost, model.batch, evaluation}, {}};
     return swap_fix(
         ctx, sim::memory_use(model.training, evaluation.program, evaluation.prediction.sim.spans));
   }

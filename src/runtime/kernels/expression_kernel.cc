@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "runtime/kernels/onednn_kernels.h"
+#include "support/assert.h"
 
 namespace cleave::runtime {
 namespace {
@@ -629,7 +630,9 @@ class ExpressionKernel final : public Kernel {
       KernelCall sub = call;
       sub.piece = &part;
       Evaluator each(sub);
-      if (each.compile()) each.run(call.output.data);
+      bool compiled = each.compile();  // as the whole piece's did: the same statement
+      CLEAVE_ASSERT(compiled, "loop_expression: a part of a piece does not compile");
+      each.run(call.output.data);
     }
     return Status::ok();
   }
