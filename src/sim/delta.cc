@@ -66,6 +66,7 @@ struct DeltaSimulator::Scratch {
   std::vector<NodeId> old_of, new_of, node_of;
   std::vector<lower::TaskId> new_task;
   std::vector<double> bound;
+  std::vector<double> left;  // per resource (surely_above)
   std::vector<bool> done;
   std::vector<lower::TaskId> fresh;
   Prefix prefix;
@@ -315,6 +316,38 @@ TaskSpan DeltaSimulator::old_span(NodeId v) const {
   return v < old.tasks ? spans[v] : spans[old.first_member[v - old.tasks]];
 }
 
+// Whether the new run's step is sure to exceed `step_above` before the loop is built: the bound
+// the loop checks once it has restored checkpoint `from` (none: the start), per resource its free
+// time there plus the durations of the nodes it runs after it, which are the old run's total
+// (its busy time) less the checkpoint's, less the gone nodes' and plus the new nodes' durations.
+bool DeltaSimulator::surely_above(Checkpoint const* from, double step_above) const {
+  if (!(step_above < std::numeric_limits<double>::infinity())) return false;
+  Scratch& s = *scratch_;
+  OldProgram const& old = s.old;
+  auto const& p = lowering_.program();
+  std::size_t n = p.tasks.size();
+  auto& left = s.left;
+  left = prediction_.sim.busy_seconds;
+  auto add = [&](TaskTiming const& t, double sign) {
+    for (auto r : t.resources)
+      left[r] += sign * t.seconds;
+  };
+  for (NodeId v = 0; v < s.new_of.size(); ++v) {
+    bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
+    if (is_node && s.new_of[v] == no_node)
+      add(v < old.tasks ? kept_.timings.tasks[v] : kept_.timings.collectives[v - old.tasks], -1);
+  }
+  for (auto i : s.fresh) {
+    NodeId u = s.node_of[i];
+    add(u < n ? timings_.tasks[u] : timings_.collectives[u - n], 1);
+  }
+  for (std::size_t r = 0; r < left.size(); ++r) {
+    double at = from ? from->free_at[r] - from->busy[r] : 0;
+    if (at + left[r] > step_above) return true;
+  }
+  return false;
+}
+
 // Replays the old run's nodes that became ready before `at`, then runs the loop on from there;
 // returns false, the old run and prediction left as they are, when the loop gave up above
 // `step_above`.
@@ -333,8 +366,16 @@ bool DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> cos
     prefix.ready.push_back(run_.ready[v]);
     prefix.spans.push_back(old_span(v));
   }
-  prefix.checkpoints = run_.checkpoints;
   work_.nodes_replayed = prefix.taken.size();
+  Checkpoint const* from = nullptr;
+  for (auto const& c : run_.checkpoints)
+    if (c.pops <= prefix.taken.size()) from = &c;
+  if (surely_above(from, step_above)) {
+    kept_.gave_up = true;
+    work_.nodes = 0;
+    return false;
+  }
+  prefix.checkpoints = run_.checkpoints;
   auto run = run_event_loop(p, timings_, resources_, prefix, &index_.deps, step_above);
   work_.nodes = run.order.size();
   if (run.stopped) {

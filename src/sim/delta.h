@@ -69,6 +69,7 @@ class DeltaSimulator {
   std::vector<cost::CollectiveCost> reprice_collectives();
   double restart_time();
   TaskSpan old_span(NodeId v) const;
+  bool surely_above(Checkpoint const* from, double step_above) const;
   bool rerun_from(double at, std::vector<cost::CollectiveCost> costs, double step_above);
 
   ir::Graph const* graph_;
