@@ -207,6 +207,10 @@ TEST(GpuCompute, AFusedOpIgnoresItsProfileEntry) {
     EXPECT_EQ(fused, type == "bn_var");
     EXPECT_EQ(profiled.compute(r).measured, !fused) << type;
     EXPECT_EQ(profiled.compute(r).time, fused ? Seconds(0) : Seconds(1)) << type;
+    // Priced alone (as a timing script runs it, --list-pieces), a fused op is a kernel too.
+    ComputeRequest alone = r;
+    alone.alone = true;
+    EXPECT_GT(CostModel(*cluster).compute(alone).time.value(), 0) << type;
   }
 }
 
