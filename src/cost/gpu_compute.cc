@@ -177,7 +177,7 @@ double alignment_efficiency(ir::Graph const& graph, ir::OpId id) {
     auto const& type = graph.tensor(t).type;
     if (type.shape.empty() || !ir::is_floating(type.dtype)) return;
     std::int64_t row = type.shape.back() * ir::dtype_bytes(type.dtype);
-    if (row <= 0) return;               // an empty tensor loads nothing
+    if (row <= 0) return;               // empty: loads nothing
     std::int64_t aligned = row & -row;  // the largest power of two dividing the row's bytes
     worst = std::min(worst, aligned);
   };
