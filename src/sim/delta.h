@@ -27,8 +27,10 @@ class DeltaSimulator {
   // As apply(), but gives up once the new step time is sure to exceed `step_above`
   // (run_event_loop's stop_above: a lower bound from the part of the run done passes it), and
   // returns the prediction kept here rather than a copy: nullptr when it gave up, and then undo()
-  // must come before anything else (the new prediction is not known). MCMC prices proposals so,
-  // `step_above` being the smallest step its acceptance test is sure to reject.
+  // must come before anything else (the new prediction is not known). The bound is summed in
+  // floating point, so a step within rounding of `step_above` may give up: callers leave a margin
+  // (MCMC prices proposals so, `step_above` being its acceptance test's sure rejection, raised by
+  // a relative 1e-9).
   Expected<Prediction const*> apply_unless_above(ir::OpId op, plan::OpConfig config,
                                                  double step_above);
 
