@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """SwapAdvisor (issue 18) on one V100 of 16 GiB, in simulation.
 
-For SwapAdvisor's models as the zoo expresses them, and smaller stand-ins of the same families
-where the paper's sizes cannot be planned (their weights and optimizer state alone pass the
-device's memory: cleave holds every such block on the device when a step starts,
-docs/search_swapadvisor.md), runs `cleave plan MODEL --cluster v100x1 --algo A --seed 0 --json -o PLAN` for A in ideal,
-lru-swap and swapadvisor and prints a Markdown table: samples/s, % of ideal, the memory
-the step needs without swapping (ideal's peak) against 16 GiB, the swaps and bytes swapped (from
-the plan's provenance), and the search time.
+For SwapAdvisor's models as the zoo expresses them at the paper's sizes (their weights and
+optimizer state alone pass the device: they start each step on the host, docs/search_swapadvisor.md)
+and smaller stand-ins of the same families, runs `cleave plan MODEL --cluster v100x1 --algo A
+--seed 0 --json -o PLAN` for A in ideal, lru-swap and swapadvisor and prints a Markdown table:
+samples/s, % of ideal, the memory the step needs without swapping (ideal's peak) against 16 GiB,
+where the blocks held before the step start it, the swaps and bytes swapped (from the plan's
+provenance), and the search time; then the paper's figures for the same models.
 
   swapadvisor_eval.py [--cleave BIN] [--timeout S]
 """
@@ -29,7 +29,9 @@ roofline cost model; no profile) on `v100x1` (one V100, 16 GiB, PCIe 3 x16 to it
 op on the device with memory ignored; `lru-swap`: the graph's order, on-demand LRU eviction by
 bytes, each copy back issued one op before its use; `swapadvisor`: the genetic search over
 schedule and memory pool (population 32, 20 generations, seed 0). "needs": ideal's peak against
-the device's 16 GiB. Search times on a machine shared by eight agents.
+the device's 16 GiB. "held": where the blocks held before the step (weights, optimizer state,
+inputs) start it: on the host where they take more than half the device. Search times on a
+machine shared by six agents (2 cores).
 """
 FOOTER = """
 ## Beside the paper
@@ -70,6 +72,15 @@ MODELS = [
     ("Inception-v3, batch 256 (stand-in)", "inception:batch=256"),
 ]
 MISSING = ["Inception-v4 (wide)", "NasNet-25"]
+PAPER = """
+The paper's figures (ASPLOS 2020, as ../shared/PAPERS.md §4 gives them), one V100 of 16 GB:
+
+| model | memory needed (paper) | SwapAdvisor, % of ideal | on-demand LRU swapping |
+|---|---|---|---|
+| WResNet-152-10, batch 64 | 180 GB | 95% | SwapAdvisor up to 2.5x faster on CNNs |
+| RNN-8-8K, batch 256 | 118 GB | 70-80% | under 1% of ideal |
+| BRNN-4-8K, batch 128 | 99 GB | 70-80% | under 1% of ideal |
+"""
 
 
 def plan(cleave, spec, algo, timeout):
@@ -94,9 +105,9 @@ def main():
     args = ap.parse_args()
 
     print(HEADER.format(cleave=args.cleave))
-    print("| model | spec | needs (GiB, x 16) | algorithm | samples/s | % of ideal | swapped "
-          "| search (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | spec | needs (GiB, x 16) | algorithm | held | samples/s | % of ideal "
+          "| swapped | search (s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, spec in MODELS:
         t0 = time.time()
         rows, needs = {}, "—"
@@ -109,18 +120,21 @@ def main():
         for a in ALGOS:
             r = rows[a]
             if "error" in r:
-                print(f"| {name} | `{spec}` | {needs} | {a} | no plan: {r['error']} | | | |")
+                print(f"| {name} | `{spec}` | {needs} | {a} | | no plan: {r['error']} | | | |")
                 continue
             share = (f"{100 * r['samples_per_s'] / ideal['samples_per_s']:.1f}%"
                      if "error" not in ideal else "—")
             swapped = "—"
             if "swaps" in r["config"]:
                 swapped = f"{r['config']['swaps']} ({r['config']['swapped']})"
-            print(f"| {name} | `{spec}` | {needs} | {a} | {r['samples_per_s']:.2f} | {share} "
+            held = r["config"].get("held", "—")
+            print(f"| {name} | `{spec}` | {needs} | {a} | {held} | {r['samples_per_s']:.2f} "
+                  f"| {share} "
                   f"| {swapped} | {r['search_time_s']:.1f} |")
         print(f"{name}: {time.time() - t0:.0f} s", file=sys.stderr)
         sys.stdout.flush()
     print("\nNot in the zoo yet: " + ", ".join(MISSING) + ".")
+    print(PAPER)
     print(FOOTER)
 
 
