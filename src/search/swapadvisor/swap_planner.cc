@@ -207,7 +207,7 @@ class Walk {
       if (from_host(*victim)) continue;  // dropped: brought again for its next use
       swapped_[*victim] = true;
       int back = ends_on_host(*victim) ? -1 : *next_use(*victim, at);
-      swaps_.push_back({*victim, out_after(*victim), at, -1, back, resource(*victim)});
+      swaps_.push_back({*victim, out_after(*victim), at, -1, back, 0});
     }
     hold(t, at, *room_for(t));
     return Status::ok();
@@ -249,6 +249,7 @@ class Walk {
                           [&](PendingSwap const& p) { return p.block == d; });
     CLEAVE_ASSERT(s != swaps_.end() && s->in_before == k + 1, "a block read after it left");
     s->in_after = k;
+    s->resource = resource(d);
     return Status::ok();
   }
 
