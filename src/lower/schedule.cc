@@ -154,7 +154,7 @@ Status check_periodic(Context const& c, Program const& program) {
       return !s.in_before && s.tensor == t && s.device == b.device && s.region == b.region;
     });
   };
-  std::size_t paired = 0;
+  std::ptrdiff_t paired = 0;
   for (auto const& b : program.initial) {
     auto update = update_of(c.graph, b.tensor);
     if (!update) continue;
@@ -171,12 +171,15 @@ Status check_periodic(Context const& c, Program const& program) {
                        (b.on_host ? "' does not end it there" : "' ends it on the host") +
                        ": the next step would start otherwise");
   }
-  std::size_t updates_to_host = std::count_if(swaps.begin(), swaps.end(), [&](plan::Swap const& s) {
-    ir::OpId p = c.graph.producer(s.tensor);
-    return !s.in_before && p.valid() && !c.graph.op(p).inputs.empty() &&
-           update_of(c.graph, c.graph.op(p).inputs[0]) == p;
-  });
-  CLEAVE_ASSERT(updates_to_host == paired, "an update's output on the host without its block");
+  // The lowering holds a weight where its update writes the next value (lowering.h), so every
+  // update's output left on the host was paired above.
+  CLEAVE_ASSERT(std::count_if(swaps.begin(), swaps.end(),
+                              [&](plan::Swap const& s) {
+                                ir::OpId p = c.graph.producer(s.tensor);
+                                return !s.in_before && p.valid() && !c.graph.op(p).inputs.empty() &&
+                                       update_of(c.graph, c.graph.op(p).inputs[0]) == p;
+                              }) == paired,
+                "an update's output left on the host without a block of its weight");
   return Status::ok();
 }
 
