@@ -205,8 +205,8 @@ Expected<std::vector<plan::Swap>> device_swaps(DeviceStep const& step, std::int6
     // A block held before the step is the step's only if movable.
     if (!held_before && !step.movable[static_cast<std::size_t>(writer - tasks.begin())]) continue;
     s.device = device;
-    s.out_after = step.pieces[s.out_after.op];
-    s.in_before = step.pieces[s.in_before.op];
+    if (s.out_after) s.out_after = step.pieces[s.out_after->op];
+    if (s.in_before) s.in_before = step.pieces[s.in_before->op];
     if (s.in_after) s.in_after = step.pieces[s.in_after->op];
     if (s.out_before) s.out_before = step.pieces[s.out_before->op];
     out.push_back(std::move(s));

@@ -38,24 +38,13 @@ Expected<std::vector<tdl::PieceInfo>> Lowering::State::analyze(ir::OpId id,
   return infos;
 }
 
-std::optional<ir::OpId> Lowering::State::update_of(ir::TensorId t) const {
-  for (ir::OpId c : graph.consumers(t)) {
-    ir::Op const& op = graph.op(c);
-    auto role = graph.tensor(op.outputs[0]).role;
-    bool update = op.forward.valid() && !op.inputs.empty() && op.inputs[0] == t &&
-                  (role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state);
-    if (update) return c;
-  }
-  return std::nullopt;
-}
-
 Status Lowering::State::build() {
   fetch.assign(graph.num_tensors(), plan.fetch);
   for (auto const& f : plan.tensor_fetch)
     fetch[f.tensor.value()] = f.policy;
   for (auto const& t : graph.tensors()) {
     if (graph.producer(t.id).valid()) continue;
-    if (auto update = update_of(t.id))
+    if (auto update = update_of(graph, t.id))
       places[update->value()] = t.id;
     else
       from_readers[t.id.value()] = true;

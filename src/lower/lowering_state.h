@@ -186,9 +186,6 @@ struct Lowering::State {
 
   Expected<std::vector<tdl::PieceInfo>> analyze(ir::OpId id, plan::OpConfig const& config);
 
-  // The op that writes a weight's or optimizer state's next value (its update), if any.
-  std::optional<ir::OpId> update_of(ir::TensorId t) const;
-
   Status build();
 
   // The whole program of the plan, its schedule applied.

@@ -73,6 +73,9 @@ struct InitialBlock {
   ir::TensorId tensor;
   tdl::Box region;
   int device = 0;
+  // It starts the step in its device's host's memory, not the device's: a swap brings it
+  // (plan::Swap without out_after).
+  bool on_host = false;
 };
 
 // An ordering-only dependency: `task` starts only after `after` has ended, but does not read its

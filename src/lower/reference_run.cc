@@ -51,8 +51,7 @@ class Runner {
       auto it = sources.find(t.name);
       if (it == sources.end())
         return Error(ErrorCode::not_found, "no value given for source tensor '" + t.name + "'");
-      held_[static_cast<std::size_t>(b.device)].push_back(
-          {b.tensor, tdl::extract(it->second, b.region)});
+      (b.on_host ? host_ : on(b.device)).push_back({b.tensor, tdl::extract(it->second, b.region)});
     }
     for (TaskId id : run_order()) {
       Task const& task = program_.tasks[id];

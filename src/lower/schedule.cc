@@ -49,13 +49,17 @@ struct Resolved {
   std::vector<TaskId> late;
 };
 
+Error swap_error(Context const& c, plan::Swap const& s, std::string const& why) {
+  return Error(ErrorCode::invalid_argument, "the swap of tensor '" + c.graph.tensor(s.tensor).name +
+                                                "' " + tdl::box_to_string(s.region) +
+                                                " on device " + std::to_string(s.device) + ": " +
+                                                why);
+}
+
+// A swap's block and its late readers; those of a block that starts the step on the host are
+// assigned later, among all the swaps that bring it (assign_from_host).
 Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
-  auto fail = [&](std::string const& why) {
-    return Error(ErrorCode::invalid_argument, "the swap of tensor '" +
-                                                  c.graph.tensor(s.tensor).name + "' " +
-                                                  tdl::box_to_string(s.region) + " on device " +
-                                                  std::to_string(s.device) + ": " + why);
-  };
+  auto fail = [&](std::string const& why) { return swap_error(c, s, why); };
   auto const& tasks = c.program.tasks;
   std::optional<TaskId> writer;
   std::string held;
@@ -77,10 +81,17 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
     return fail("the region is not a block the device computes (the whole output of one of its "
                 "pieces or reduce tasks) or holds before the step; its blocks of the tensor:" +
                 (held.empty() ? std::string(" none") : held));
+  if (!s.out_after && !initial)
+    return fail("it starts the step on the host (it has no out_after), which only a block held "
+                "before the step can");
   Resolved r{writer, initial, {}};
-  std::size_t out = c.position[s.out_after.op][s.out_after.piece];
-  std::size_t in = c.position[s.in_before.op][s.in_before.piece];
-  if (writer && tasks[*writer].kind == TaskKind::compute && c.position_of(tasks[*writer]) > out)
+  auto at = [&](std::optional<plan::PieceRef> const& p) -> std::optional<std::size_t> {
+    if (!p) return std::nullopt;
+    return c.position[p->op][p->piece];
+  };
+  auto out = at(s.out_after);
+  auto in = at(s.in_before);
+  if (writer && tasks[*writer].kind == TaskKind::compute && c.position_of(tasks[*writer]) > *out)
     return fail("it is written by " + describe(c.graph, tasks[*writer]) +
                 ", which the device's order runs after the swap-out's piece");
   auto readers = writer ? c.readers[*writer] : c.initial_readers[*initial];
@@ -90,16 +101,90 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
       return fail(describe(c.graph, t) +
                   " reads it; only blocks that no other task than the device's pieces reads can "
                   "be swapped");
-    std::size_t at = c.position_of(t);
-    if (at > out && at < in)
+    std::size_t p = c.position_of(t);
+    if (!out) continue;
+    if (!in && p > *out)
+      return fail(describe(c.graph, t) +
+                  " reads it after its swap-out, which leaves it on the host at the step's end");
+    if (in && p > *out && p < *in)
       return fail(describe(c.graph, t) +
                   " reads it between the swap-out and the swap-in in the device's order");
-    if (at >= in) r.late.push_back(reader);
+    if (in && p >= *in) r.late.push_back(reader);
   }
   return r;
 }
 
-// The program with each swap's two tasks just after the block's writer, or first for a block held
+// The readers of the blocks that start the step on the host, each given to the swap that brings
+// the block last before it in the device's order.
+Status assign_from_host(Context const& c, std::vector<Resolved>& resolved) {
+  Program const& program = c.program;
+  auto const& swaps = c.plan.swaps;
+  std::vector<std::vector<std::size_t>> bringing(program.initial.size());  // swaps, by position
+  for (std::size_t k = 0; k < swaps.size(); ++k)
+    if (!swaps[k].out_after) bringing[*resolved[k].initial].push_back(k);
+  auto in_at = [&](std::size_t k) {
+    return c.position[swaps[k].in_before->op][swaps[k].in_before->piece];
+  };
+  for (std::size_t b = 0; b < bringing.size(); ++b) {
+    auto& ks = bringing[b];
+    if (ks.empty()) continue;
+    std::sort(ks.begin(), ks.end(), [&](auto x, auto y) { return in_at(x) < in_at(y); });
+    for (std::size_t i = 1; i < ks.size(); ++i)
+      if (in_at(ks[i]) == in_at(ks[i - 1]))
+        return swap_error(c, swaps[ks[i]], "another swap brings it for the same piece");
+    for (TaskId reader : c.initial_readers[b]) {
+      std::size_t p = c.position_of(program.tasks[reader]);
+      auto last = std::find_if(ks.rbegin(), ks.rend(), [&](auto k) { return in_at(k) <= p; });
+      if (last == ks.rend())
+        return swap_error(c, swaps[ks.front()],
+                          describe(c.graph, program.tasks[reader]) +
+                              " reads it before the first swap-in brings it from the host");
+      resolved[*last].late.push_back(reader);
+    }
+  }
+  return Status::ok();
+}
+
+// Every step starts alike: a weight or optimizer state starts the step on the host exactly where
+// its update's output ends the step there (the next step's block is that output).
+Status check_periodic(Context const& c, Program const& program) {
+  auto const& swaps = c.plan.swaps;
+  auto ends_on_host = [&](ir::TensorId t, InitialBlock const& b) {
+    return std::any_of(swaps.begin(), swaps.end(), [&](plan::Swap const& s) {
+      return !s.in_before && s.tensor == t && s.device == b.device && s.region == b.region;
+    });
+  };
+  std::ptrdiff_t paired = 0;
+  for (auto const& b : program.initial) {
+    auto update = update_of(c.graph, b.tensor);
+    if (!update) continue;
+    ir::TensorId next = c.graph.op(*update).outputs[0];
+    bool ends = ends_on_host(next, b);
+    paired += ends ? 1 : 0;
+    if (ends != b.on_host)
+      return Error(ErrorCode::invalid_argument,
+                   "tensor '" + c.graph.tensor(b.tensor).name + "' " +
+                       tdl::box_to_string(b.region) + " on device " + std::to_string(b.device) +
+                       (b.on_host ? " starts the step on the host but its next value '"
+                                  : " starts the step on the device but its next value '") +
+                       c.graph.tensor(next).name +
+                       (b.on_host ? "' does not end it there" : "' ends it on the host") +
+                       ": the next step would start otherwise");
+  }
+  // The lowering holds a weight where its update writes the next value (lowering.h), so every
+  // update's output left on the host was paired above.
+  CLEAVE_ASSERT(std::count_if(swaps.begin(), swaps.end(),
+                              [&](plan::Swap const& s) {
+                                ir::OpId p = c.graph.producer(s.tensor);
+                                return !s.in_before && p.valid() && !c.graph.op(p).inputs.empty() &&
+                                       update_of(c.graph, c.graph.op(p).inputs[0]) == p;
+                              }) == paired,
+                "an update's output left on the host without a block of its weight");
+  return Status::ok();
+}
+
+// The program with each swap's tasks (a swap-out unless the block starts the step on the host, a
+// swap-in unless it ends it there) just after the block's writer, or first for a block held
 // before the step (so that every task's dependencies still come before it), its late readers
 // reading the swap-in, and the ordering edges of its points.
 Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
@@ -107,21 +192,24 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
   auto const& swaps = c.plan.swaps;
   std::vector<std::vector<std::size_t>> after_writer(p.tasks.size());
   std::vector<TaskId> id(p.tasks.size());
-  std::vector<TaskId> out_id(swaps.size());
+  std::vector<TaskId> first_id(swaps.size());
+  auto count = [&](std::size_t k) {
+    return TaskId(swaps[k].out_after ? 1 : 0) + TaskId(swaps[k].in_before ? 1 : 0);
+  };
   TaskId next = 0;
   for (std::size_t k = 0; k < swaps.size(); ++k) {
     if (resolved[k].writer) {
       after_writer[*resolved[k].writer].push_back(k);
       continue;
     }
-    out_id[k] = next;
-    next += 2;
+    first_id[k] = next;
+    next += count(k);
   }
   for (TaskId i = 0; i < p.tasks.size(); ++i) {
     id[i] = next++;
     for (auto k : after_writer[i]) {
-      out_id[k] = next;
-      next += 2;
+      first_id[k] = next;
+      next += count(k);
     }
   }
   Program q;
@@ -137,22 +225,30 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
   for (std::size_t k = 0; k < swaps.size(); ++k) {
     auto const& s = swaps[k];
     auto const& writer = resolved[k].writer;
-    Task out;
-    out.kind = TaskKind::swap_out;
-    out.device = s.device;
-    // A block held before the step is named after the op of the piece it is swapped out after.
-    out.op = writer ? p.tasks[*writer].op : ir::OpId(s.out_after.op);
-    out.tensor = s.tensor;
-    out.region = s.region;
-    out.bytes =
+    Task copy;
+    copy.device = s.device;
+    // A block held before the step is named after the op of the piece it is swapped out after
+    // (or in before, where it starts on the host).
+    copy.op =
+        writer ? p.tasks[*writer].op : ir::OpId(s.out_after ? s.out_after->op : s.in_before->op);
+    copy.tensor = s.tensor;
+    copy.region = s.region;
+    copy.bytes =
         Bytes(tdl::box_volume(s.region) * ir::dtype_bytes(c.graph.tensor(s.tensor).type.dtype));
-    if (writer) out.deps = {id[*writer]};
-    Task in = out;
+    TaskId out_id = first_id[k];
+    if (s.out_after) {
+      Task& out = q.tasks[out_id] = copy;
+      out.kind = TaskKind::swap_out;
+      if (writer) out.deps = {id[*writer]};
+      q.ordering.push_back({out_id, id[c.task_of(*s.out_after)]});
+      if (s.out_before) q.ordering.push_back({id[c.task_of(*s.out_before)], out_id});
+    }
+    if (!s.out_after) q.initial[*resolved[k].initial].on_host = true;
+    if (!s.in_before) continue;
+    TaskId in_id = first_id[k] + (s.out_after ? 1 : 0);
+    Task& in = q.tasks[in_id] = copy;
     in.kind = TaskKind::swap_in;
-    in.deps = {out_id[k]};
-    TaskId in_id = out_id[k] + 1;
-    q.tasks[out_id[k]] = std::move(out);
-    q.tasks[in_id] = std::move(in);
+    if (s.out_after) in.deps = {out_id};
     for (TaskId reader : resolved[k].late) {
       auto& deps = q.tasks[id[reader]].deps;
       if (writer)
@@ -161,12 +257,13 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
         deps.push_back(in_id);
     }
     auto const& order = c.plan.order[static_cast<std::size_t>(s.device)];
-    PieceRef issue =
-        s.in_after ? *s.in_after : order[c.position[s.in_before.op][s.in_before.piece] - 1];
-    q.ordering.push_back({out_id[k], id[c.task_of(s.out_after)]});
-    if (s.out_before) q.ordering.push_back({id[c.task_of(*s.out_before)], out_id[k]});
-    q.ordering.push_back({in_id, id[c.task_of(issue)]});
-    TaskId before = id[c.task_of(s.in_before)];
+    std::size_t in_at = c.position[s.in_before->op][s.in_before->piece];
+    // Issued after in_after, else the piece before in_before; at the step's start before the
+    // first.
+    std::optional<PieceRef> issue = s.in_after;
+    if (!issue && in_at > 0) issue = order[in_at - 1];
+    if (issue) q.ordering.push_back({in_id, id[c.task_of(*issue)]});
+    TaskId before = id[c.task_of(*s.in_before)];
     auto const& deps = q.tasks[before].deps;
     if (std::find(deps.begin(), deps.end(), in_id) == deps.end())
       q.ordering.push_back({before, in_id});
@@ -274,6 +371,17 @@ Status check_acyclic(ir::Graph const& graph, Program const& p) {
 
 }  // namespace
 
+std::optional<ir::OpId> update_of(ir::Graph const& graph, ir::TensorId t) {
+  for (ir::OpId c : graph.consumers(t)) {
+    ir::Op const& op = graph.op(c);
+    auto role = graph.tensor(op.outputs[0]).role;
+    bool update = op.forward.valid() && !op.inputs.empty() && op.inputs[0] == t &&
+                  (role == ir::TensorRole::weight || role == ir::TensorRole::optimizer_state);
+    if (update) return c;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::vector<TaskId>> initial_readers(ir::Graph const& graph, Program const& program) {
   std::map<std::pair<int, std::uint32_t>, std::vector<std::size_t>> blocks;
   for (std::size_t b = 0; b < program.initial.size(); ++b)
@@ -334,20 +442,26 @@ Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& p
         c.readers[d].push_back(i);
     c.initial_readers = initial_readers(graph, program);
     std::vector<Resolved> resolved;
-    // Per task, then per block held before the step.
-    std::vector<bool> swapped(program.tasks.size() + program.initial.size(), false);
+    // Per task, then per block held before the step: swapped out and in, or brought from the
+    // host (which several swaps may do).
+    enum class Swapped : std::uint8_t { no, out_in, from_host };
+    std::vector<Swapped> swapped(program.tasks.size() + program.initial.size(), Swapped::no);
     for (auto const& s : plan.swaps) {
       CLEAVE_TRY(Resolved r, resolve(c, s));
       std::size_t block = r.writer ? *r.writer : program.tasks.size() + *r.initial;
-      if (swapped[block])
+      auto kind = s.out_after ? Swapped::out_in : Swapped::from_host;
+      if (swapped[block] == Swapped::out_in ||
+          (swapped[block] != Swapped::no && kind != swapped[block]))
         return Error(ErrorCode::invalid_argument, "the plan swaps tensor '" +
                                                       graph.tensor(s.tensor).name + "' " +
                                                       tdl::box_to_string(s.region) + " on device " +
                                                       std::to_string(s.device) + " twice");
-      swapped[block] = true;
+      swapped[block] = kind;
       resolved.push_back(std::move(r));
     }
+    CLEAVE_CHECK_OK(assign_from_host(c, resolved));
     scheduled = with_swaps(c, resolved);
+    CLEAVE_CHECK_OK(check_periodic(c, scheduled));
   }
   // Compute tasks keep their relative places: their new ids from the old ones.
   std::vector<TaskId> now;

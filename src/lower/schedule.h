@@ -26,6 +26,13 @@
 // optimizer state, held to the end of the step and never swapped, as nothing in the step reads
 // them) and the next batch's inputs, all on the device when the next step starts, where the
 // weights and optimizer state swapped in this step were.
+//
+// A block held before the step may instead start it on the host (a swap without out_after,
+// Program::InitialBlock::on_host): it has no swap-out, each swap-in bringing it reads the host's
+// copy and depends on no task, and the device's pieces read the copy brought last before them.
+// A weight or optimizer state does so exactly where its update's output ends the step on the
+// host (a swap without in_before: a swap-out and no swap-in), so that the next step's block
+// starts where this step's did; a plan where they differ is an error.
 #pragma once
 
 #include "lower/program.h"
@@ -38,6 +45,11 @@ namespace cleave::lower {
 // that one) and any transfer sending part of it to another device (which makes it unswappable; a
 // collective's member lowered per device counts as sending from every device of the tensor).
 std::vector<std::vector<TaskId>> initial_readers(ir::Graph const& graph, Program const& program);
+
+// The op that writes a weight's or optimizer state's next value (its update), if any: the
+// lowering holds the weight where that op writes it, and a weight starts the step on the host
+// exactly where its update's output ends there.
+std::optional<ir::OpId> update_of(ir::Graph const& graph, ir::TensorId t);
 
 // `program` is the lowering of `plan` without its schedule; on error it is unchanged.
 Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& program);

@@ -1,5 +1,6 @@
 // inception: torchvision's Inception3 (Inception-v3, the CNN with the widest fan-out in
-// FlexFlow's evaluation, PAPERS.md §2) without the auxiliary classifier: a training step's loss is
+// FlexFlow's evaluation, PAPERS.md §2), or Inception-v4 (version=4, below), without the auxiliary
+// classifier: a training step's loss is
 // the main head's alone, and torchvision's 27,161,264 parameters with the aux head become
 // 23,834,568. transform_input only rescales the input's channels, so it is left out. Weights are
 // named as in torchvision ("Mixed_6b.branch7x7_2.conv.weight", "fc.bias").
@@ -129,8 +130,119 @@ ir::TensorId inception_e(ops::OpBuilder& b, ir::TensorId x, std::string const& n
   return concat(b, {b1, b3, bd, pool_branch(b, x, 192)}, "concat");
 }
 
+// Inception-v4 (Szegedy et al. 2016) as timm's `inception_v4` builds it (42,679,816 parameters
+// at width 1), every convolution's channels times `w` (SwapAdvisor's wide Inception-v4, PAPERS.md
+// §4). Names follow timm's ("features.11.branch2.3.conv.weight", "last_linear.bias").
+struct V4 {
+  ops::OpBuilder& b;
+  std::int64_t w;
+
+  ir::TensorId conv(ir::TensorId x, std::int64_t out, Window win, std::string const& name) {
+    return basic_conv(b, x, out * w, win, name);
+  }
+  // Convolutions one after another, named prefix.0, prefix.1, ...
+  ir::TensorId chain(ir::TensorId x, std::vector<std::pair<std::int64_t, Window>> const& convs,
+                     std::string const& prefix) {
+    for (std::size_t i = 0; i < convs.size(); ++i)
+      x = conv(x, convs[i].first, convs[i].second, prefix + "." + std::to_string(i));
+    return x;
+  }
+  ir::TensorId pool_then_conv(ir::TensorId x, std::int64_t out, std::string const& prefix) {
+    x = avg_pool(b, x, /*kernel=*/3, /*stride=*/1, /*pad=*/1, prefix + ".0");
+    return conv(x, out, square(1), prefix + ".1");
+  }
+  ir::TensorId max_branch(ir::TensorId x, std::string const& name) {
+    return max_pool(b, x, /*kernel=*/3, /*stride=*/2, /*pad=*/0, name);
+  }
+
+  ir::TensorId stem(ir::TensorId x) {
+    x = conv(x, 32, square(3, 2), "features.0");
+    x = conv(x, 32, square(3), "features.1");
+    x = conv(x, 64, square(3, 1, 1), "features.2");
+    {
+      auto s = b.scope("features.3");
+      x = concat(b, {max_branch(x, "maxpool"), conv(x, 96, square(3, 2), "conv")}, "concat");
+    }
+    {
+      auto s = b.scope("features.4");
+      auto b0 = chain(x, {{64, square(1)}, {96, square(3)}}, "branch0");
+      auto b1 =
+          chain(x, {{64, square(1)}, {64, row(7)}, {64, column(7)}, {96, square(3)}}, "branch1");
+      x = concat(b, {b0, b1}, "concat");
+    }
+    auto s = b.scope("features.5");
+    return concat(b, {conv(x, 192, square(3, 2), "conv"), max_branch(x, "maxpool")}, "concat");
+  }
+
+  ir::TensorId block_a(ir::TensorId x, std::string const& name) {
+    auto s = b.scope(name);
+    auto b0 = conv(x, 96, square(1), "branch0");
+    auto b1 = chain(x, {{64, square(1)}, {96, square(3, 1, 1)}}, "branch1");
+    auto b2 = chain(x, {{64, square(1)}, {96, square(3, 1, 1)}, {96, square(3, 1, 1)}}, "branch2");
+    return concat(b, {b0, b1, b2, pool_then_conv(x, 96, "branch3")}, "concat");
+  }
+  ir::TensorId reduction_a(ir::TensorId x, std::string const& name) {
+    auto s = b.scope(name);
+    auto b0 = conv(x, 384, square(3, 2), "branch0");
+    auto b1 = chain(x, {{192, square(1)}, {224, square(3, 1, 1)}, {256, square(3, 2)}}, "branch1");
+    return concat(b, {b0, b1, max_branch(x, "branch2")}, "concat");
+  }
+  ir::TensorId block_b(ir::TensorId x, std::string const& name) {
+    auto s = b.scope(name);
+    auto b0 = conv(x, 384, square(1), "branch0");
+    auto b1 = chain(x, {{192, square(1)}, {224, row(7)}, {256, column(7)}}, "branch1");
+    auto b2 = chain(
+        x, {{192, square(1)}, {192, column(7)}, {224, row(7)}, {224, column(7)}, {256, row(7)}},
+        "branch2");
+    return concat(b, {b0, b1, b2, pool_then_conv(x, 128, "branch3")}, "concat");
+  }
+  ir::TensorId reduction_b(ir::TensorId x, std::string const& name) {
+    auto s = b.scope(name);
+    auto b0 = chain(x, {{192, square(1)}, {192, square(3, 2)}}, "branch0");
+    auto b1 = chain(x, {{256, square(1)}, {256, row(7)}, {320, column(7)}, {320, square(3, 2)}},
+                    "branch1");
+    return concat(b, {b0, b1, max_branch(x, "branch2")}, "concat");
+  }
+  // The 3x3 branches end in parallel 1x3 and 3x1 convolutions, each of 256.
+  ir::TensorId block_c(ir::TensorId x, std::string const& name) {
+    auto s = b.scope(name);
+    auto b0 = conv(x, 256, square(1), "branch0");
+    auto b1 = conv(x, 384, square(1), "branch1_0");
+    auto b2 = conv(x, 384, square(1), "branch2_0");
+    b2 = conv(b2, 448, column(3), "branch2_1");
+    b2 = conv(b2, 512, row(3), "branch2_2");
+    return concat(b,
+                  {b0, conv(b1, 256, row(3), "branch1_1a"), conv(b1, 256, column(3), "branch1_1b"),
+                   conv(b2, 256, row(3), "branch2_3a"), conv(b2, 256, column(3), "branch2_3b"),
+                   pool_then_conv(x, 256, "branch3")},
+                  "concat");
+  }
+
+  ir::TensorId features(ir::TensorId x) {
+    x = stem(x);
+    int i = 6;
+    for (int k = 0; k < 4; ++k, ++i)
+      x = block_a(x, "features." + std::to_string(i));
+    x = reduction_a(x, "features." + std::to_string(i++));
+    for (int k = 0; k < 7; ++k, ++i)
+      x = block_b(x, "features." + std::to_string(i));
+    x = reduction_b(x, "features." + std::to_string(i++));
+    for (int k = 0; k < 3; ++k, ++i)
+      x = block_c(x, "features." + std::to_string(i));
+    return x;
+  }
+};
+
 void build_inception(ops::OpBuilder& b, ModelArgs const& a) {
-  CLEAVE_ASSERT(a.text("version") == "3", "the version key is a choice of 3");
+  bool v4 = a.text("version") == "4";
+  std::int64_t width = a.integer("width");
+  if (!v4 && width != 1) {
+    b.fail(Error(ErrorCode::invalid_argument,
+                 "model 'inception': width=" + std::to_string(width) +
+                     " widens only version 4 (SwapAdvisor's wide Inception-v4); version 3 is "
+                     "torchvision's"));
+    return;
+  }
   std::int64_t image = a.integer("image");
   if (image < min_image) {
     b.fail(Error(ErrorCode::invalid_argument,
@@ -140,6 +252,12 @@ void build_inception(ops::OpBuilder& b, ModelArgs const& a) {
     return;
   }
   auto x = b.input("input", {a.integer("batch"), 3, image, image}, a.dtype());
+  if (v4) {
+    x = V4{b, width}.features(x);
+    x = flatten(b, b.op("global_avg_pool", {x}, {}, "global_pool"), "flatten");
+    classification_loss(b, linear(b, x, a.integer("classes"), "last_linear"));
+    return;
+  }
   x = basic_conv(b, x, 32, square(3, 2), "Conv2d_1a_3x3");
   x = basic_conv(b, x, 32, square(3), "Conv2d_2a_3x3");
   x = basic_conv(b, x, 64, square(3, 1, 1), "Conv2d_2b_3x3");
@@ -168,10 +286,17 @@ void build_inception(ops::OpBuilder& b, ModelArgs const& a) {
 void add_inception(ModelZoo& zoo) {
   ModelDef def;
   def.name = "inception";
-  def.summary = "Inception-v3 as in torchvision (Inception3 without the auxiliary classifier): "
-                "factored convolutions in parallel branches joined by concat";
+  def.summary = "Inception-v3 as in torchvision (Inception3 without the auxiliary classifier), "
+                "or Inception-v4 as in timm (widened for SwapAdvisor): factored convolutions in "
+                "parallel branches joined by concat";
   def.keys = {
-      {"version", KeyKind::choice, "3", "Inception version", 1, {"3"}},
+      {"version", KeyKind::choice, "3", "Inception version", 1, {"3", "4"}},
+      {"width",
+       KeyKind::integer,
+       "1",
+       "channel multiplier of every convolution (version 4)",
+       1,
+       {}},
       {"batch", KeyKind::integer, "64", "samples per step (FlexFlow's batch per GPU)", 1, {}},
       {"classes", KeyKind::integer, "1000", "output classes", 2, {}},
       {"image", KeyKind::integer, "299", "side of the square input image (75 or more)", 1, {}}};

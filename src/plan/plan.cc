@@ -109,33 +109,37 @@ Status validate_swap(Plan const& plan, ir::Graph const& graph, Swap const& swap)
     if (it == order.end()) return std::nullopt;
     return static_cast<std::size_t>(it - order.begin());
   };
-  auto out = position(swap.out_after);
-  auto in = position(swap.in_before);
-  if (!out)
-    return fail("it swaps out after op " + std::to_string(swap.out_after.op) + " piece " +
-                std::to_string(swap.out_after.piece) + ", not a piece of that device");
-  if (!in)
-    return fail("it swaps in before op " + std::to_string(swap.in_before.op) + " piece " +
-                std::to_string(swap.in_before.piece) + ", not a piece of that device");
-  if (*in <= *out)
-    return fail("it swaps in before " + piece_text(graph, swap.in_before) +
+  if (!swap.out_after && !swap.in_before)
+    return fail("it has neither a swap-out (out_after) nor a swap-in (in_before)");
+  auto at = [&](std::optional<PieceRef> const& r,
+                std::string const& what) -> Expected<std::optional<std::size_t>> {
+    if (!r) return std::optional<std::size_t>();
+    auto p = position(*r);
+    if (!p)
+      return fail(what + " op " + std::to_string(r->op) + " piece " + std::to_string(r->piece) +
+                  ", not a piece of that device");
+    return p;
+  };
+  CLEAVE_TRY(auto out, at(swap.out_after, "it swaps out after"));
+  CLEAVE_TRY(auto in, at(swap.in_before, "it swaps in before"));
+  if (out && in && *in <= *out)
+    return fail("it swaps in before " + piece_text(graph, *swap.in_before) +
                 ", which the device's order runs before swapping out after " +
-                piece_text(graph, swap.out_after));
+                piece_text(graph, *swap.out_after));
   if (swap.in_after) {
     auto issue = position(*swap.in_after);
-    if (!issue || *issue < *out || *issue >= *in)
+    if (!in || !issue || (out && *issue < *out) || *issue >= *in)
       return fail("it issues the swap-in after op " + std::to_string(swap.in_after->op) +
                   " piece " + std::to_string(swap.in_after->piece) +
-                  ", which is not a piece of the device from the swap-out's piece on and before " +
-                  piece_text(graph, swap.in_before));
+                  ", which is not a piece of the device from the swap-out's piece on and before "
+                  "its swap-in's");
   }
   if (swap.out_before) {
     auto wait = position(*swap.out_before);
-    if (!wait || *wait <= *out)
+    if (!out || !wait || *wait <= *out)
       return fail("its swap-out is awaited by op " + std::to_string(swap.out_before->op) +
                   " piece " + std::to_string(swap.out_before->piece) +
-                  ", which is not a piece of the device after " +
-                  piece_text(graph, swap.out_after));
+                  ", which is not a piece of the device after its swap-out's");
   }
   return Status::ok();
 }

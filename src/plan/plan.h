@@ -70,12 +70,22 @@ struct TensorFetch {
 // the memory the swap-out frees (SwapAdvisor's control edge swap-out -> consumer), so that a plan
 // that fits by its swaps fits however the copies and the computation interleave. Needs the
 // device's order.
+//
+// A block can also start or end the step on the host (SwapAdvisor keeps parameters there between
+// iterations). Without `out_after`, the block is one the device holds before the step that starts
+// it on the host: there is no swap-out, and the swap-in brings it for `in_before` (issued after
+// `in_after`; absent, after the piece before `in_before`, or at the step's start for the first);
+// several such swaps of one block may bring it again, each for the pieces from its `in_before` to
+// the next one's (the copies are dropped after their last reader, as the host keeps the block).
+// Without `in_before`, the block ends the step on the host: there is no swap-in, and no piece
+// after `out_after` may read it. A weight or optimizer state starts on the host exactly where its
+// update's output ends there, so that every step starts alike (lower/schedule.h).
 struct Swap {
   ir::TensorId tensor;
   tdl::Box region;
   int device = 0;
-  PieceRef out_after;
-  PieceRef in_before;
+  std::optional<PieceRef> out_after;  // absent: the block starts the step on the host
+  std::optional<PieceRef> in_before;  // absent: the block ends the step on the host
   std::optional<PieceRef> in_after;
   std::optional<PieceRef> out_before;
   bool operator==(Swap const&) const = default;

@@ -178,11 +178,10 @@ std::string plan_to_json(Plan const& plan) {
   j["order"] = std::move(order);
   auto swaps = json::array();
   for (auto const& s : plan.swaps) {
-    json swap = {{"tensor", s.tensor.value()},
-                 {"region", box_json(s.region)},
-                 {"device", s.device},
-                 {"out_after", piece_json(s.out_after)},
-                 {"in_before", piece_json(s.in_before)}};
+    json swap = {
+        {"tensor", s.tensor.value()}, {"region", box_json(s.region)}, {"device", s.device}};
+    if (s.out_after) swap["out_after"] = piece_json(*s.out_after);
+    if (s.in_before) swap["in_before"] = piece_json(*s.in_before);
     if (s.in_after) swap["in_after"] = piece_json(*s.in_after);
     if (s.out_before) swap["out_before"] = piece_json(*s.out_before);
     swaps.push_back(std::move(swap));
@@ -232,10 +231,12 @@ Expected<Plan> plan_from_json(std::string_view text) {
         Swap swap{ir::TensorId(integer<std::uint32_t>(s.at("tensor"))),
                   box_from(s.at("region")),
                   integer<int>(s.at("device")),
-                  piece_from(s.at("out_after")),
-                  piece_from(s.at("in_before")),
+                  std::nullopt,
+                  std::nullopt,
                   std::nullopt,
                   std::nullopt};
+        if (s.contains("out_after")) swap.out_after = piece_from(s.at("out_after"));
+        if (s.contains("in_before")) swap.in_before = piece_from(s.at("in_before"));
         if (s.contains("in_after")) swap.in_after = piece_from(s.at("in_after"));
         if (s.contains("out_before")) swap.out_before = piece_from(s.at("out_before"));
         p.swaps.push_back(std::move(swap));

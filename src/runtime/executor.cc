@@ -146,7 +146,8 @@ class StepRun {
                      "the value given for '" + t.name + "' has the wrong number of elements");
       std::vector<float> data(static_cast<std::size_t>(tdl::box_volume(b.region)));
       copy_box(it->second.data(), tdl::whole_box(t.type.shape), data.data(), b.region, b.region);
-      CLEAVE_CHECK_OK(store(b.device).add(b.tensor, b.region, std::move(data), false, no_task));
+      CLEAVE_CHECK_OK((b.on_host ? host_ : store(b.device))
+                          .add(b.tensor, b.region, std::move(data), false, no_task));
     }
     int threads = options_.threads_per_device;
     if (threads <= 0) {

@@ -65,7 +65,9 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
   for (auto const& b : program.initial) {
     auto id = add_block({b.tensor, &b.region, bytes_of(b.tensor, b.region),
                          role_of(graph.tensor(b.tensor).role), b.device, held_before_step});
-    use.events[static_cast<std::size_t>(b.device)].push_back({0.0, use.blocks[id].bytes, id});
+    // One that starts on the host takes no device memory: its swap-ins are the step's blocks.
+    if (!b.on_host)
+      use.events[static_cast<std::size_t>(b.device)].push_back({0.0, use.blocks[id].bytes, id});
   }
   auto lifetimes = lower::output_lifetimes(program);
   std::vector<std::uint32_t> block_of_task(program.tasks.size(), 0);

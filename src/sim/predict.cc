@@ -389,7 +389,9 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   for (std::size_t d = 0; d < devices; ++d)
     events[d].reserve(most[d]);
   for (auto const& b : program.initial)
-    events[static_cast<std::size_t>(b.device)].add(0.0, bytes_of(graph, b.tensor, b.region), true);
+    if (!b.on_host)
+      events[static_cast<std::size_t>(b.device)].add(0.0, bytes_of(graph, b.tensor, b.region),
+                                                     true);
   // One pass from the last task back: a task's readers come after it, so its last use and
   // whether a swap-out copies it are known when it is reached. (The events' order before sorting
   // does not matter.)

@@ -11,6 +11,7 @@
 #include "lower/lowering.h"
 #include "lower/reference_check.h"
 #include "lower/reference_run.h"
+#include "lower/schedule.h"
 #include "lower/test_models.h"
 #include "models/model_zoo.h"
 #include "ops/op_builder.h"
@@ -92,7 +93,7 @@ TEST(Schedule, OutBeforeWaitsForTheSwapOut) {
   for (TaskId i = 0; i < program->tasks.size(); ++i) {
     Task const& t = program->tasks[i];
     if (t.kind == TaskKind::swap_out && t.tensor == p.swaps[0].tensor) out = i;
-    if (t.kind == TaskKind::compute && t.op.value() == p.swaps[0].in_before.op) before = i;
+    if (t.kind == TaskKind::compute && t.op.value() == p.swaps[0].in_before->op) before = i;
   }
   ASSERT_TRUE(out && before);
   auto const& e = program->ordering;
@@ -116,13 +117,8 @@ plan::Plan with_swapped_weights(ir::Graph const& g, plan::Plan const& single) {
       if (g.op(c).forward.valid() && (!backward || at(c) < at(*backward))) backward = c;
     }
     if (forward && backward && position[backward->value()] > position[forward->value()] + 1)
-      p.swaps.push_back({t.id,
-                         tdl::whole_box(t.type.shape),
-                         0,
-                         {forward->value(), 0},
-                         {backward->value(), 0},
-                         std::nullopt,
-                         std::nullopt});
+      p.swaps.push_back({t.id, tdl::whole_box(t.type.shape), 0, plan::PieceRef{forward->value(), 0},
+                         plan::PieceRef{backward->value(), 0}, std::nullopt, std::nullopt});
   }
   return p;
 }
@@ -158,6 +154,126 @@ TEST(Schedule, BlocksHeldBeforeTheStepAreSwapped) {
   EXPECT_NE(bad.error().message().find("reads it between the swap-out and the swap-in"),
             std::string::npos)
       << bad.error().message();
+}
+
+// The graph's order with every block held before the step starting it on the host: brought
+// before its first reader, each weight again before its first backward reader (its first copy
+// dropped after its forward reader), and each update's output left on the host.
+plan::Plan with_held_blocks_on_host(ir::Graph const& g, plan::Plan const& single) {
+  plan::Plan p = with_swapped_activations(g, single, /*gap=*/1000);
+  std::vector<std::size_t> position(g.num_ops());
+  for (std::size_t k = 0; k < p.order[0].size(); ++k)
+    position[p.order[0][k].op] = k;
+  auto at = [&](ir::OpId op) { return position[op.value()]; };
+  for (auto const& t : g.tensors()) {
+    if (g.producer(t.id).valid()) continue;
+    std::optional<ir::OpId> first, backward;
+    for (ir::OpId c : g.consumers(t.id)) {
+      if (!first || at(c) < at(*first)) first = c;
+      if (g.op(c).forward.valid() && (!backward || at(c) < at(*backward))) backward = c;
+    }
+    auto bring = [&](ir::OpId before) {
+      p.swaps.push_back({t.id, tdl::whole_box(t.type.shape), 0, std::nullopt,
+                         plan::PieceRef{before.value(), 0}, std::nullopt, std::nullopt});
+    };
+    bring(*first);
+    if (t.role == ir::TensorRole::weight && backward && at(*backward) > at(*first))
+      bring(*backward);
+    if (auto update = update_of(g, t.id)) {
+      // Out after its last reader (SGD's weight update reads the updated momentum).
+      ir::TensorId next = g.op(*update).outputs[0];
+      ir::OpId last = *update;
+      for (ir::OpId c : g.consumers(next))
+        if (at(c) > at(last)) last = c;
+      p.swaps.push_back({next, tdl::whole_box(g.tensor(next).type.shape), 0,
+                         plan::PieceRef{last.value(), 0}, std::nullopt, std::nullopt,
+                         std::nullopt});
+    }
+  }
+  return p;
+}
+
+// Blocks that start the step on the host have no swap-out: each swap-in depends on no task and
+// its readers are the pieces from its in_before to the next one's; an update's output left on the
+// host has a swap-out and no swap-in; the program still computes the graph (the updated weights
+// read back from the host).
+TEST(Schedule, HeldBlocksStartTheStepOnTheHost) {
+  Mlp m;
+  plan::Plan p = with_held_blocks_on_host(m.graph, m.single);
+  auto program = lower(m.graph, p, *m.registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  for (auto const& b : program->initial)
+    EXPECT_TRUE(b.on_host) << m.graph.tensor(b.tensor).name;
+  auto lifetimes = output_lifetimes(*program);
+  std::size_t ins = 0, outs = 0, updates = 0;
+  for (auto const& op : m.graph.ops())
+    updates += !op.inputs.empty() && update_of(m.graph, op.inputs[0]) == op.id;
+  for (TaskId i = 0; i < program->tasks.size(); ++i) {
+    Task const& t = program->tasks[i];
+    if (t.kind == TaskKind::swap_in) {
+      ++ins;
+      EXPECT_TRUE(t.deps.empty());
+      EXPECT_FALSE(lifetimes[i].readers.empty());
+    }
+    if (t.kind == TaskKind::swap_out) {
+      ++outs;
+      EXPECT_TRUE(lifetimes[t.deps.at(0)].swapped);
+      EXPECT_TRUE(i + 1 == program->tasks.size() ||
+                  program->tasks[i + 1].kind != TaskKind::swap_in);
+    }
+  }
+  EXPECT_GT(updates, 0u);
+  EXPECT_EQ(outs, updates);
+  EXPECT_EQ(ins + outs, p.swaps.size());
+  expect_computes_the_graph(m.graph, *program, *m.registry, /*seed=*/7);
+
+  // Made bad one way each: what the error says.
+  auto first_from_host = std::find_if(p.swaps.begin(), p.swaps.end(),
+                                      [](plan::Swap const& s) { return !s.out_after; });
+  auto first_to_host = std::find_if(p.swaps.begin(), p.swaps.end(),
+                                    [](plan::Swap const& s) { return !s.in_before; });
+  auto activation = with_swapped_activations(m.graph, m.single, /*gap=*/2).swaps.at(0);
+  std::vector<std::pair<std::function<void(plan::Plan&)>, std::string>> cases = {
+      {[&](plan::Plan& q) { q.swaps.erase(q.swaps.begin() + (first_to_host - p.swaps.begin())); },
+       "does not end it there"},
+      {[&](plan::Plan& q) {
+         ir::TensorId weight = m.graph.op(m.graph.producer(first_to_host->tensor)).inputs[0];
+         std::erase_if(q.swaps, [&](plan::Swap const& s) { return s.tensor == weight; });
+       },
+       "ends it on the host"},
+      {[&](plan::Plan& q) {
+         auto swap = activation;
+         swap.out_after.reset();
+         q.swaps.push_back(swap);
+       },
+       "which only a block held before the step can"},
+      {[&](plan::Plan& q) {
+         auto swap = activation;
+         swap.in_before.reset();
+         swap.in_after.reset();
+         q.swaps.push_back(swap);
+       },
+       "reads it after its swap-out"},
+      {[&](plan::Plan& q) { q.swaps.push_back(*first_from_host); },
+       "another swap brings it for the same piece"},
+      {[&](plan::Plan& q) {
+         q.swaps[static_cast<std::size_t>(first_from_host - p.swaps.begin())].in_before =
+             q.order[0].back();
+       },
+       "before the first swap-in brings it"},
+      {[&](plan::Plan& q) {
+         q.swaps.push_back({activation.tensor, activation.region, 0});
+       },
+       "neither a swap-out"},
+  };
+  for (auto const& [change, message] : cases) {
+    plan::Plan q = p;
+    change(q);
+    auto bad = lower(m.graph, q, *m.registry);
+    ASSERT_FALSE(bad.has_value()) << message;
+    EXPECT_NE(bad.error().message().find(message), std::string::npos) << message << "\n"
+                                                                      << bad.error().message();
+  }
 }
 
 // Each check: a plan made bad one way, and what its error must say.

@@ -116,13 +116,9 @@ inline plan::Plan with_swapped_activations(ir::Graph const& g, plan::Plan p, std
     if (!first_backward ||
         position[first_backward->value()] < position[last_forward->value()] + gap + 1)
       continue;
-    p.swaps.push_back({t.id,
-                       tdl::whole_box(t.type.shape),
-                       0,
-                       {last_forward->value(), 0},
-                       {first_backward->value(), 0},
-                       std::nullopt,
-                       std::nullopt});
+    p.swaps.push_back({t.id, tdl::whole_box(t.type.shape), 0,
+                       plan::PieceRef{last_forward->value(), 0},
+                       plan::PieceRef{first_backward->value(), 0}, std::nullopt, std::nullopt});
   }
   return p;
 }

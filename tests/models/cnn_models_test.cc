@@ -60,7 +60,7 @@ TEST_F(CnnModels, ParameterCountsEqualTorchvision) {
       {"vgg:depth=19", 143'667'240},    {"resnet:depth=18", 11'689'512},
       {"resnet:depth=34", 21'797'672},  {"resnet", 25'557'032},
       {"resnet:depth=101", 44'549'160}, {"resnet:depth=152", 60'192'808},
-      {"inception", 23'834'568},
+      {"inception", 23'834'568},        {"inception:version=4", 42'679'816},  // timm's
   };
   for (auto const& c : cases)
     EXPECT_EQ(parameters(build(c.spec)), c.params) << c.spec;
@@ -105,6 +105,15 @@ TEST_F(CnnModels, FeatureMapShapes) {
   EXPECT_EQ(shape(inception, "Mixed_6e.concat"), (ir::Shape{2, 768, 17, 17}));
   EXPECT_EQ(shape(inception, "Mixed_7c.concat"), (ir::Shape{2, 2048, 8, 8}));
   EXPECT_EQ(shape(inception, "flatten"), (ir::Shape{2, 2048}));
+
+  auto v4 = build("inception:version=4,batch=2");
+  EXPECT_EQ(shape(v4, "features.5.concat"), (ir::Shape{2, 384, 35, 35}));
+  EXPECT_EQ(shape(v4, "features.10.concat"), (ir::Shape{2, 1024, 17, 17}));
+  EXPECT_EQ(shape(v4, "features.17.concat"), (ir::Shape{2, 1024, 17, 17}));
+  EXPECT_EQ(shape(v4, "features.21.concat"), (ir::Shape{2, 1536, 8, 8}));
+  // Wide: every convolution's channels doubled, so every concat's too.
+  auto wide_v4 = build("inception:version=4,width=2,batch=2");
+  EXPECT_EQ(shape(wide_v4, "features.21.concat"), (ir::Shape{2, 3072, 8, 8}));
 }
 
 TEST_F(CnnModels, WeightNamesFollowTorchvision) {
@@ -127,6 +136,10 @@ TEST_F(CnnModels, WeightNamesFollowTorchvision) {
   EXPECT_TRUE(has(inception, "Conv2d_1a_3x3.conv.weight"));
   EXPECT_TRUE(has(inception, "Mixed_7c.branch3x3dbl_3b.bn.bias"));
   EXPECT_FALSE(inception.find_tensor("AuxLogits.fc.weight").has_value());
+  auto v4 = build("inception:version=4");  // timm's names
+  EXPECT_TRUE(has(v4, "features.11.branch2.3.conv.weight"));
+  EXPECT_TRUE(has(v4, "features.21.branch2_3b.bn.bias"));
+  EXPECT_TRUE(has(v4, "last_linear.weight"));
 }
 
 // Op counts from the architectures: a convolution with bias is 2 ops (conv2d, add), a batch
@@ -160,6 +173,17 @@ TEST_F(CnnModels, OpCountsFollowTheArchitecture) {
   EXPECT_EQ(types["avg_pool2d"], 9);
   EXPECT_EQ(types["concat"], 15);
   EXPECT_EQ(inception.num_ops(), 94u * 5 + 4 + 9 + 15 + 6);
+
+  // Inception-v4: 149 BasicConv2d (stem 11, 4 A x 7, reduction A 4, 7 B x 10, reduction B 6,
+  // 3 C x 10), 4 max pools (stem 2, reductions 2), 14 avg pools (blocks A, B, C), 19 concats
+  // (stem 3, one per block and reduction); head: global pool, flatten, linear, bias, loss.
+  auto v4 = build("inception:version=4");
+  types = op_types(v4);
+  EXPECT_EQ(types["conv2d"], 149);
+  EXPECT_EQ(types["max_pool2d"], 4);
+  EXPECT_EQ(types["avg_pool2d"], 14);
+  EXPECT_EQ(types["concat"], 19);
+  EXPECT_EQ(v4.num_ops(), 149u * 5 + 4 + 14 + 19 + 5);
 }
 
 TEST_F(CnnModels, WideResnetGrowsWithWidth) {
@@ -230,7 +254,8 @@ TEST_F(CnnModels, BadValuesListWhatIsAccepted) {
       {"resnet:depth=20", "one of 18 34 50 101 152"},
       {"resnet:width=0", "width=0 is below the smallest accepted value 1"},
       {"resnet:width=5000", "accepted widths are 1 to 1024"},
-      {"inception:version=4", "one of 3"},
+      {"inception:version=5", "one of 3 4"},
+      {"inception:width=2", "width=2 widens only version 4"},
       {"inception:image=74", "accepted images are 75 or larger"},
       {"alexnet:image=256", "image=256 gives a 7x7 feature map"},
       {"alexnet:image=256", "accepted images include 223-254 (6x6), 415-446 (12x12)"},
@@ -252,6 +277,8 @@ TEST_F(CnnModels, OtherImageSizes) {
   EXPECT_EQ(shape(build("resnet:image=32,batch=1"), "layer4.2.relu"), (ir::Shape{1, 2048, 1, 1}));
   EXPECT_EQ(shape(build("inception:image=75,batch=1"), "Mixed_7c.concat"),
             (ir::Shape{1, 2048, 1, 1}));
+  EXPECT_EQ(shape(build("inception:version=4,image=75,batch=1"), "features.21.concat"),
+            (ir::Shape{1, 1536, 1, 1}));
 }
 
 // Every model at its defaults: forward ops, parameters and parameter bytes, printed for the zoo

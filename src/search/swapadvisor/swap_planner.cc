@@ -1,8 +1,10 @@
 #include "search/swapadvisor/swap_planner.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "lower/lowering.h"
+#include "lower/schedule.h"
 #include "support/assert.h"
 #include "support/format_bytes.h"
 
@@ -22,6 +24,8 @@ class Walk {
   explicit Walk(SwapRequest const& r) : r_(r), model_(r.model) {
     std::size_t n = r.schedule.size();
     CLEAVE_ASSERT(n == model_.task_of_op.size(), "a schedule that is not every op once");
+    CLEAVE_ASSERT(!model_.held_on_host || model_.to_host.size() == n,
+                  "blocks held on the host without the updates' outputs marked");
     std::size_t blocks = model_.bytes.size();
     order_.resize(n);
     pos_.resize(n);
@@ -54,11 +58,17 @@ class Walk {
 
   Expected<std::vector<plan::Swap>> run() {
     int n = static_cast<int>(order_.size());
-    // The blocks held before the step are there when it starts.
-    for (auto b = static_cast<std::uint32_t>(n); b < model_.bytes.size(); ++b) {
-      auto c = room_for(b);
-      if (!c) return no_room(b, 0);
-      hold(b, 0, *c);
+    if (model_.held_on_host) {
+      // The first op's blocks held before the step are brought when the step starts.
+      for (auto d : model_.reads[order_[0]])
+        if (!resident_[d]) CLEAVE_CHECK_OK(copy_in(d, -1));
+    } else {
+      // The blocks held before the step are there when it starts.
+      for (auto b = static_cast<std::uint32_t>(n); b < model_.bytes.size(); ++b) {
+        auto c = room_for(b);
+        if (!c) return no_room(b, 0);
+        hold(b, 0, *c);
+      }
     }
     for (int k = 0; k < n; ++k) {
       release_dead(k);
@@ -72,8 +82,12 @@ class Walk {
         for (auto d : model_.reads[order_[static_cast<std::size_t>(k) + 1]])
           if (!resident_[d]) CLEAVE_CHECK_OK(copy_in(d, k));
     }
-    for (std::uint32_t b = 0; b < held_.size(); ++b)
-      if (resident_[b]) held_[b].back().to = n - 1;
+    for (std::uint32_t b = 0; b < held_.size(); ++b) {
+      if (!resident_[b]) continue;
+      held_[b].back().to = n - 1;
+      // An update's output still here leaves for the host once written: the step ends there.
+      if (ends_on_host(b)) swaps_.push_back({b, last_access_[b], -1, -1, -1, resource(b)});
+    }
     if (r_.early_copy_in) copy_in_early();
     std::vector<plan::Swap> out;
     for (auto const& s : swaps_)
@@ -82,9 +96,12 @@ class Walk {
   }
 
  private:
+  // -1: none (a block brought from the host has no swap-out; an update's output left there, no
+  // swap-in; in_after -1: issued at the step's start).
   struct PendingSwap {
     std::uint32_t block;
     int out_after, out_before, in_after, in_before;
+    std::uint32_t resource;  // where the copy back is held
   };
 
   struct Hold {
@@ -95,6 +112,11 @@ class Walk {
   std::int64_t units(std::uint32_t b) const { return r_.allocation ? 1 : model_.bytes[b]; }
   std::uint32_t resource(std::uint32_t b) const { return resource_[b]; }
   bool held_before_step(std::uint32_t b) const { return b >= order_.size(); }
+  // Held before the step and starting it on the host: brought for its uses, dropped when evicted.
+  bool from_host(std::uint32_t b) const { return model_.held_on_host && held_before_step(b); }
+  bool ends_on_host(std::uint32_t b) const {
+    return model_.held_on_host && !held_before_step(b) && model_.to_host[b];
+  }
   // Where t may go: its size's class or a larger one with a free object (the pool's rule,
   // memory::PoolAllocator), or the one budget of bytes.
   std::optional<std::uint32_t> room_for(std::uint32_t b) const {
@@ -104,11 +126,13 @@ class Walk {
   }
 
   // Blocks whose last reader ran at k - 1 leave (a block no one reads lives to the end; one held
-  // before the step stays unless it is a copy swapped back).
+  // before the step stays unless it is a copy swapped back or brought from the host; an update's
+  // output that ends the step on the host stays until it is copied there).
   void release_dead(int k) {
     if (k == 0) return;
     for (auto d : model_.reads[order_[static_cast<std::size_t>(k) - 1]])
-      if (resident_[d] && uses_[d].back() == k - 1 && (!held_before_step(d) || swapped_[d]))
+      if (resident_[d] && uses_[d].back() == k - 1 &&
+          (!held_before_step(d) || swapped_[d] || from_host(d)) && !ends_on_host(d))
         free(d, k - 1);
   }
 
@@ -141,35 +165,51 @@ class Walk {
   // before the step and not read yet.
   int out_after(std::uint32_t b) const { return std::max(last_access_[b], 0); }
 
+  // How much Belady's (or LRU's) rule would rather evict b to make room at k; none: b stays. An
+  // update's output that ends the step on the host goes, once nothing reads it again, first when
+  // idle, else last (the op at k waits for its copy out); a block brought from the host is dropped
+  // without a copy out, so it need not be idle.
+  std::optional<std::int64_t> eviction_score(std::uint32_t b, int k) const {
+    constexpr std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    constexpr std::int64_t last = std::numeric_limits<std::int64_t>::min();
+    bool idle = last_access_[b] < 0 ? k >= 1 : last_access_[b] <= k - r_.idle_threshold;
+    if (ends_on_host(b)) {
+      // Its swap-out follows its last use, before the op at k that waits for it.
+      bool done = !swapped_[b] && !next_use(b, k - 1) && last_access_[b] < k;
+      return done ? std::optional(idle ? first : last) : std::nullopt;
+    }
+    if (swapped_[b] || pinned(b, k) || (!idle && !from_host(b))) return std::nullopt;
+    auto next = next_use(b, k);
+    if (!next) return std::nullopt;  // stays to the end of the step: nothing reads it again
+    return r_.eviction == Eviction::belady ? *next : -last_access_[b];
+  }
+
   // Room for block t, evicting blocks (of its class or larger ones) as needed; t is held from k
-  // on.
+  // on (from 0 when k is -1, the step's start).
   Status allocate(std::uint32_t t, int k) {
+    int at = std::max(k, 0);
     for (auto c = room_for(t); !c; c = room_for(t)) {
       std::optional<std::uint32_t> victim;
-      int best = 0;
+      std::int64_t best = 0;
       for (std::uint32_t b = 0; b < model_.bytes.size(); ++b) {
-        if (!resident_[b] || swapped_[b] || resource(b) < home_[t] || b == t || pinned(b, k))
-          continue;
-        // A block held before the step and not read yet has been idle since it began.
-        bool idle = last_access_[b] < 0 ? k >= 1 : last_access_[b] <= k - r_.idle_threshold;
-        if (!idle) continue;
-        auto next = next_use(b, k);
-        if (!next) continue;  // stays to the end of the step: nothing reads it again
-        int score = r_.eviction == Eviction::belady ? *next : -last_access_[b];
-        if (!victim || score > best) {
+        if (!resident_[b] || resource(b) < home_[t] || b == t) continue;
+        auto score = eviction_score(b, at);
+        if (score && (!victim || *score > best)) {
           victim = b;
-          best = score;
+          best = *score;
         }
       }
       if (!victim) {
-        if (drop_dead(home_[t], k)) continue;
-        return no_room(t, k);
+        if (!model_.held_on_host && drop_dead(home_[t], at)) continue;
+        return no_room(t, at);
       }
+      free(*victim, at - 1);
+      if (from_host(*victim)) continue;  // dropped: brought again for its next use
       swapped_[*victim] = true;
-      free(*victim, k - 1);
-      swaps_.push_back({*victim, out_after(*victim), k, -1, *next_use(*victim, k)});
+      int back = ends_on_host(*victim) ? -1 : *next_use(*victim, at);
+      swaps_.push_back({*victim, out_after(*victim), at, -1, back, 0});
     }
-    hold(t, k, *room_for(t));
+    hold(t, at, *room_for(t));
     return Status::ok();
   }
 
@@ -191,19 +231,25 @@ class Walk {
       swapped_[b] = true;
       free(b, out_before - 1);
       held_[b].push_back({last - 1, last, resource(b)});
-      swaps_.push_back({b, prev, out_before, last - 1, last});
+      swaps_.push_back({b, prev, out_before, last - 1, last, resource(b)});
       return true;
     }
     return false;
   }
 
-  // The copy back of d, issued after the op at k, for its use at k + 1.
+  // The copy back of d, issued after the op at k (-1: at the step's start), for its use at k + 1;
+  // a block held on the host is brought by a swap of its own each time.
   Status copy_in(std::uint32_t d, int k) {
     CLEAVE_CHECK_OK(allocate(d, k));
+    if (from_host(d)) {
+      swaps_.push_back({d, -1, -1, k, k + 1, resource(d)});
+      return Status::ok();
+    }
     auto s = std::find_if(swaps_.begin(), swaps_.end(),
                           [&](PendingSwap const& p) { return p.block == d; });
     CLEAVE_ASSERT(s != swaps_.end() && s->in_before == k + 1, "a block read after it left");
     s->in_after = k;
+    s->resource = resource(d);
     return Status::ok();
   }
 
@@ -241,11 +287,14 @@ class Walk {
         for (int p = h.from; p <= h.to; ++p)
           occupied[h.resource][static_cast<std::size_t>(p)] += units(b);
     for (auto& s : swaps_) {
-      std::uint32_t c = held_[s.block].back().resource;  // where the copy back goes
-      auto& occ = occupied[c];
+      // Not a copy back, or one issued at the step's start.
+      if (s.in_before < 0 || s.in_after < 0) continue;
+      auto& occ = occupied[s.resource];
       std::int64_t u = units(s.block);
       int j = s.in_after;
-      while (j - 1 >= s.out_before && occ[static_cast<std::size_t>(j) - 1] + u <= limit_[c])
+      // A block from the host may come from the first op on.
+      int earliest = s.out_after < 0 ? 0 : s.out_before;
+      while (j - 1 >= earliest && occ[static_cast<std::size_t>(j) - 1] + u <= limit_[s.resource])
         --j;
       for (int p = j; p < s.in_after; ++p)
         occ[static_cast<std::size_t>(p)] += u;
@@ -258,14 +307,15 @@ class Walk {
       return plan::PieceRef{model_.program.tasks[order_[static_cast<std::size_t>(k)]].op.value(),
                             0};
     };
+    auto maybe = [&](int k) { return k < 0 ? std::nullopt : std::optional(piece(k)); };
     auto [tensor, region] = block(s.block);
     return {tensor,
             region,
             0,
-            piece(s.out_after),
-            piece(s.in_before),
-            piece(s.in_after),
-            piece(s.out_before)};
+            maybe(s.out_after),
+            maybe(s.in_before),
+            maybe(s.in_after),
+            maybe(s.out_before)};
   }
 
   SwapRequest const& r_;
@@ -318,12 +368,14 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
     std::sort(m.reads[i].begin(), m.reads[i].end());
     m.reads[i].erase(std::unique(m.reads[i].begin(), m.reads[i].end()), m.reads[i].end());
   }
-  if (m.held_before_step > capacity)
-    return Error(ErrorCode::invalid_argument,
-                 "the blocks held before the step (weights, optimizer state, inputs) take " +
-                     format_bytes(Bytes(m.held_before_step)) + ", over the device's " +
-                     format_bytes(Bytes(capacity)) +
-                     "; they are all on the device when a step starts, so no swap plan fits");
+  m.held_on_host = 2 * m.held_before_step > capacity;
+  if (m.held_on_host) {
+    m.to_host.resize(n);
+    for (TaskId i = 0; i < n; ++i) {
+      ir::Op const& op = graph.op(program.tasks[i].op);
+      m.to_host[i] = !op.inputs.empty() && lower::update_of(graph, op.inputs[0]) == op.id;
+    }
+  }
   auto& a = m.allocation;
   a.sizes = m.bytes;
   std::sort(a.sizes.begin(), a.sizes.end());
@@ -338,14 +390,15 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
       set.push_back(m.size_index[d]);
     a.together.push_back(std::move(set));
   }
-  // Held at once: the blocks held before the step, when it starts; the blocks no task reads,
-  // which live to its end, never evicted.
+  // Held at once: the blocks held before the step, when it starts on the device; the blocks no
+  // task reads, which live to its end, never evicted (but for the updates' outputs that end it
+  // on the host).
   std::vector<std::uint32_t> at_start;
-  for (std::size_t b = n; b < blocks; ++b)
+  for (std::size_t b = n; b < blocks && !m.held_on_host; ++b)
     at_start.push_back(m.size_index[b]);
   // Nothing can be evicted before the first op has run: with the output of each op that may run
   // first (it reads only blocks held before the step).
-  for (TaskId i = 0; i < n; ++i) {
+  for (TaskId i = 0; i < n && !m.held_on_host; ++i) {
     if (!program.tasks[i].deps.empty()) continue;
     auto set = at_start;
     set.push_back(m.size_index[i]);
@@ -355,15 +408,17 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
   for (TaskId i = 0; i < n; ++i)
     for (auto d : m.reads[i])
       if (d < n) read[d] = true;
+  auto leaves = [&](TaskId i) { return m.held_on_host && m.to_host[i]; };
   std::vector<std::uint32_t> to_the_end;
   for (TaskId i = 0; i < n; ++i)
-    if (!read[i]) to_the_end.push_back(m.size_index[i]);
+    if (!read[i] && !leaves(i)) to_the_end.push_back(m.size_index[i]);
   // The op that runs last writes one of them and holds its inputs beside the others (an update
   // holds the weight, its state and gradient beside every updated weight): with each such op's
   // inputs, at most its own few blocks more than the last one needs.
   for (TaskId i = 0; i < n; ++i) {
     if (read[i]) continue;
     auto set = to_the_end;
+    if (leaves(i)) set.push_back(m.size_index[i]);
     for (auto d : m.reads[i])
       set.push_back(m.size_index[d]);
     a.together.push_back(std::move(set));

@@ -17,6 +17,13 @@
 // its last reader. Every block the step writes is freed within the step, or lives to its end
 // without being swapped (the updated weights and optimizer state: the next step's blocks held
 // before it), so every step starts alike and one step's plan serves all (lower/schedule.h).
+//
+// Where they take more than half the device (SwapAdvisor's models hold more than all of it), they
+// start the step on the host instead, as the paper keeps its parameters: each is brought before
+// its first use (plan::Swap without out_after), dropped without a copy out when evicted (the host
+// keeps it) and brought again before its next use; the updates' outputs (the next step's blocks)
+// are copied to the host (plan::Swap without in_before), when room is needed or at the step's
+// end, so that the next step starts alike.
 #pragma once
 
 #include <cstdint>
@@ -38,13 +45,17 @@ struct StepModel {
   std::vector<std::int64_t> bytes;                // per block
   std::vector<std::vector<std::uint32_t>> reads;  // per task: the blocks it reads, distinct
   std::int64_t held_before_step = 0;              // bytes of Program::initial
-  memory::AllocationProblem allocation;           // sizes and what is held at once
-  std::vector<std::uint32_t> size_index;          // per block, into allocation.sizes
+  // The blocks held before the step start it on the host; then `to_host` marks, per task, the
+  // updates' outputs, which end it there.
+  bool held_on_host = false;
+  std::vector<bool> to_host;
+  memory::AllocationProblem allocation;   // sizes and what is held at once
+  std::vector<std::uint32_t> size_index;  // per block, into allocation.sizes
 };
 
 // The step of the context's graph on device 0 of its cluster; the pool may take the whole device.
-// Errors: the graph does not lower, or the blocks held before the step, all on the device when it
-// starts, overfill it.
+// Its blocks held before the step start it on the host where they take more than half the device.
+// Errors: the graph does not lower.
 Expected<StepModel> step_model(SearchContext const& ctx);
 
 enum class Eviction : std::uint8_t { belady, lru };

@@ -69,7 +69,8 @@ Expected<plan::Plan> swapadvisor(SearchContext const& ctx, Options const& option
   config << "swaps=" << r.best.swaps.size()
          << " swapped=" << format_bytes(Bytes(swapped_bytes(ctx.graph, r.best.swaps)))
          << " step_s=" << r.best.step_s << " first_population_best_s=" << r.first_population_best_s
-         << " generations=" << r.generations;
+         << " generations=" << r.generations
+         << " held=" << (model.held_on_host ? "host" : "device");
   plan::Plan p = schedule_plan(ctx, r.best.chromosome.schedule, std::move(r.best.swaps),
                                memory::pool_of(model.allocation, r.best.chromosome.allocation));
   p.provenance.config = config.str();
@@ -92,7 +93,8 @@ Expected<plan::Plan> lru_swap(SearchContext const& ctx) {
   CLEAVE_TRY(std::vector<plan::Swap> swaps, plan_swaps(request));
   plan::Plan p = schedule_plan(ctx, schedule, std::move(swaps));
   p.provenance.config = "swaps=" + std::to_string(p.swaps.size()) +
-                        " swapped=" + format_bytes(Bytes(swapped_bytes(ctx.graph, p.swaps)));
+                        " swapped=" + format_bytes(Bytes(swapped_bytes(ctx.graph, p.swaps))) +
+                        " held=" + (model.held_on_host ? "host" : "device");
   return p;
 }
 
