@@ -155,12 +155,20 @@ void Lowering::State::build_op_part(ir::OpId id, std::vector<tdl::PieceInfo> inf
   op_parts[id.value()] = std::move(part);
   PieceReads& reads = pieces[id.value()];
   reads.count = infos.size();
-  reads.inputs = op.inputs.size();
-  reads.boxes.clear();
-  reads.boxes.reserve(reads.count * reads.inputs);
-  for (auto& info : infos)
-    for (auto& input : info.inputs)
-      reads.boxes.push_back(std::move(input.box));
+  reads.first.assign(1, 0);
+  for (std::size_t i = 0; i < op.inputs.size(); ++i)
+    reads.first.push_back(
+        reads.first.back() +
+        static_cast<std::uint32_t>(infos.empty() ? 0 : infos[0].inputs[i].box.size()));
+  reads.intervals.clear();
+  reads.intervals.reserve(reads.count * reads.first.back());
+  for (auto const& info : infos)
+    for (std::size_t i = 0; i < info.inputs.size(); ++i) {
+      auto const& box = info.inputs[i].box;
+      CLEAVE_ASSERT(box.size() == reads.first[i + 1] - reads.first[i],
+                    "an input's read regions differ in rank among pieces");
+      reads.intervals.insert(reads.intervals.end(), box.begin(), box.end());
+    }
 }
 
 Task Lowering::State::partial_move(ir::OpId id, std::uint32_t piece, int target,
@@ -291,7 +299,7 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
       Read read{c, i, std::vector<std::vector<Ref>>(reads.size())};
       for (std::size_t k = 0; k < reads.size(); ++k) {
         if (reads.none(k, i)) continue;
-        tdl::Box const& region = reads.box(k, i);
+        tdl::Box const region = reads.region(k, i);
         int d = devices[k];
         if (readers) {
           if (delivered.try_emplace({d, d, region}, 0).second)
@@ -415,7 +423,7 @@ Lowering::State::Gathers Lowering::State::regular_gathers(ir::TensorId t) const 
       for (std::size_t k = 0; k < read.size() && op.inputs[i] == t; ++k) {
         if (read.none(k, i)) continue;
         auto d = static_cast<std::size_t>(plan.ops[c.value()].devices[k]);
-        tdl::Box const& region = read.box(k, i);
+        tdl::Box const region = read.region(k, i);
         if (out.block_on[d] >= 0 &&
             contains(blocks[static_cast<std::size_t>(out.block_on[d])].region, region))
           continue;  // read where it is held: no transfer
