@@ -247,7 +247,7 @@ void Lowering::State::reduce_scatter(ir::OpId id, Part& part,
     }
     reduce.flops = Flops(tdl::box_volume(parts[j]) * static_cast<std::int64_t>(members.size() - 1));
     member(reduce);
-    auto index = part.add(std::move(reduce), std::move(deps));
+    auto index = part.add(std::move(reduce), deps);
     rs.members.push_back(index);
     layout[out.value()].push_back({parts[j], target, Ref{id.value(), index}});
   }
@@ -296,8 +296,8 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
     auto const& devices = plan.ops[c.value()].devices;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       if (op.inputs[i] != t) continue;
-      Read read{c, i, std::vector<std::vector<Ref>>(reads.size())};
-      for (std::size_t k = 0; k < reads.size(); ++k) {
+      Read read{c, i, {}};
+      for (std::size_t k = 0; k < reads.size(); ++k, read.pieces.close()) {
         if (reads.none(k, i)) continue;
         tdl::Box const region = reads.region(k, i);
         int d = devices[k];
@@ -308,9 +308,9 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
         }
         if (gathers.regular[pass]) {  // its own block, and what the others send it
           auto own = static_cast<std::uint32_t>(gathers.block_on[static_cast<std::size_t>(d)]);
-          if (blocks[own].task) read.pieces[k].push_back(*blocks[own].task);
+          if (blocks[own].task) read.pieces.refs.push_back(*blocks[own].task);
           if (!contains(blocks[own].region, region))
-            read.pieces[k].push_back({self, first_member[pass] + own});
+            read.pieces.refs.push_back({self, first_member[pass] + own});
           continue;
         }
         std::int64_t covered = 0;
@@ -321,7 +321,7 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
           if (tdl::box_volume(piece) == 0) continue;
           covered += tdl::box_volume(piece);
           if (b.device == d) {
-            if (b.task) read.pieces[k].push_back(*b.task);
+            if (b.task) read.pieces.refs.push_back(*b.task);
             continue;
           }
           auto [it, fresh] = transfers[pass].try_emplace(std::make_tuple(b.device, d, piece), 0);
@@ -336,9 +336,9 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
             std::vector<Ref> deps;
             if (b.task) deps.push_back(*b.task);
             if (pass == late_pass) deps.insert(deps.end(), gate_tasks.begin(), gate_tasks.end());
-            it->second = part.add(std::move(move), std::move(deps));
+            it->second = part.add(std::move(move), deps);
           }
-          read.pieces[k].push_back({self, it->second});
+          read.pieces.refs.push_back({self, it->second});
         }
         CLEAVE_ASSERT(covered == tdl::box_volume(region),
                       "a tensor's blocks do not cover a read region");
@@ -466,7 +466,7 @@ std::uint32_t Lowering::State::gather_per_device(ir::TensorId t, Pass pass, Tens
       bool here = on == blocks[i].device || (i == 0 && block_on[static_cast<std::size_t>(on)] < 0);
       if (pass == late_pass && here) deps.push_back(g);
     }
-    ag.members.push_back(part.add(std::move(move), std::move(deps)));
+    ag.members.push_back(part.add(std::move(move), deps));
     ag.group.push_back(blocks[i].device);
   }
   std::sort(ag.group.begin(), ag.group.end());

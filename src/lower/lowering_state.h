@@ -50,15 +50,29 @@ struct Held {
   std::optional<Ref> task;
 };
 
+// Lists of references, one per item (a part's tasks, a read's pieces), in one array: a list on
+// the heap each was a tenth of the lowering's peak (issue 21).
+struct RefLists {
+  std::vector<std::uint32_t> first{0};  // item i's are refs[first[i]] .. refs[first[i + 1]]
+  std::vector<Ref> refs;
+  std::size_t size() const { return first.size() - 1; }
+  std::span<Ref const> operator[](std::size_t i) const {
+    return {refs.data() + first[i], refs.data() + first[i + 1]};
+  }
+  // Ends the last item's list (the next refs are the next item's).
+  void close() { first.push_back(static_cast<std::uint32_t>(refs.size())); }
+};
+
 // Tasks before assembly: dependencies as references, a member's `collective` as an index into
 // the part's collectives, whose members are indices into the part's tasks.
 struct Part {
   std::vector<Task> tasks;
-  std::vector<std::vector<Ref>> deps;  // per task; compute tasks take theirs from tensor parts
+  RefLists deps;  // per task; compute tasks take theirs from tensor parts
   std::vector<Collective> collectives;
-  std::uint32_t add(Task task, std::vector<Ref> deps_of_task) {
+  std::uint32_t add(Task task, std::vector<Ref> const& deps_of_task) {
     tasks.push_back(std::move(task));
-    deps.push_back(std::move(deps_of_task));
+    deps.refs.insert(deps.refs.end(), deps_of_task.begin(), deps_of_task.end());
+    deps.close();
     return static_cast<std::uint32_t>(tasks.size() - 1);
   }
 };
@@ -67,7 +81,7 @@ struct Part {
 struct Read {
   ir::OpId op;
   std::size_t input = 0;
-  std::vector<std::vector<Ref>> pieces;
+  RefLists pieces;
 };
 
 // A tensor has two parts, one per pass of its readers. Under FetchPolicy::per_pass (the tensor's
