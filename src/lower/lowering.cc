@@ -96,6 +96,7 @@ Status Lowering::State::build() {
     order.push_back(id.value());
     order.push_back(part_id(graph.op(id).outputs[0], early_pass));
   }
+  if (once) std::vector<PieceReads>().swap(pieces);
   assemble(nullptr);
   return Status::ok();
 }
@@ -580,6 +581,7 @@ Expected<Program> lower(ir::Graph const& graph, plan::Plan const& plan,
   CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
   Lowering::State state(graph, plan, registry);
   state.form = form;
+  state.once = true;
   CLEAVE_CHECK_OK(state.lower_all());
   return std::move(state.program);
 }

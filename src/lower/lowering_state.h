@@ -179,6 +179,10 @@ struct Lowering::State {
   std::vector<std::optional<TaskId>> previous;
   Replaced replaced;
   CollectiveForm form = CollectiveForm::explicit_transfers;
+  // Set by lower(), whose state serves once: the pieces' reads are dropped once the tensor parts
+  // are built, before the program's tasks are copied out of the parts (issue 21: a tenth of the
+  // lowering's peak). A Lowering keeps them for reconfigure().
+  bool once = false;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
