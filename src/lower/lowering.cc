@@ -85,6 +85,7 @@ Status Lowering::State::build() {
     order.push_back(id.value());
     order.push_back(part_id(graph.op(id).outputs[0], early_pass));
   }
+  if (once) std::vector<PieceReads>().swap(pieces);
   assemble(nullptr);
   return Status::ok();
 }
@@ -144,12 +145,20 @@ void Lowering::State::build_op_part(ir::OpId id, std::vector<tdl::PieceInfo> inf
   op_parts[id.value()] = std::move(part);
   PieceReads& reads = pieces[id.value()];
   reads.count = infos.size();
-  reads.inputs = op.inputs.size();
-  reads.boxes.clear();
-  reads.boxes.reserve(reads.count * reads.inputs);
-  for (auto& info : infos)
-    for (auto& input : info.inputs)
-      reads.boxes.push_back(std::move(input.box));
+  reads.first.assign(1, 0);
+  for (std::size_t i = 0; i < op.inputs.size(); ++i)
+    reads.first.push_back(
+        reads.first.back() +
+        static_cast<std::uint32_t>(infos.empty() ? 0 : infos[0].inputs[i].box.size()));
+  reads.intervals.clear();
+  reads.intervals.reserve(reads.count * reads.first.back());
+  for (auto const& info : infos)
+    for (std::size_t i = 0; i < info.inputs.size(); ++i) {
+      auto const& box = info.inputs[i].box;
+      CLEAVE_ASSERT(box.size() == reads.first[i + 1] - reads.first[i],
+                    "an input's read regions differ in rank among pieces");
+      reads.intervals.insert(reads.intervals.end(), box.begin(), box.end());
+    }
 }
 
 Task Lowering::State::partial_move(ir::OpId id, std::uint32_t piece, int target,
@@ -228,7 +237,7 @@ void Lowering::State::reduce_scatter(ir::OpId id, Part& part,
     }
     reduce.flops = Flops(tdl::box_volume(parts[j]) * static_cast<std::int64_t>(members.size() - 1));
     member(reduce);
-    auto index = part.add(std::move(reduce), std::move(deps));
+    auto index = part.add(std::move(reduce), deps);
     rs.members.push_back(index);
     layout[out.value()].push_back({parts[j], target, Ref{id.value(), index}});
   }
@@ -277,10 +286,10 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
     auto const& devices = plan.ops[c.value()].devices;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
       if (op.inputs[i] != t) continue;
-      Read read{c, i, std::vector<std::vector<Ref>>(reads.size())};
-      for (std::size_t k = 0; k < reads.size(); ++k) {
+      Read read{c, i, {}};
+      for (std::size_t k = 0; k < reads.size(); ++k, read.pieces.close()) {
         if (reads.none(k, i)) continue;
-        tdl::Box const& region = reads.box(k, i);
+        tdl::Box const region = reads.region(k, i);
         int d = devices[k];
         if (readers) {
           if (delivered.try_emplace({d, d, region}, 0).second)
@@ -289,9 +298,9 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
         }
         if (gathers.regular[pass]) {  // its own block, and what the others send it
           auto own = static_cast<std::uint32_t>(gathers.block_on[static_cast<std::size_t>(d)]);
-          if (blocks[own].task) read.pieces[k].push_back(*blocks[own].task);
+          if (blocks[own].task) read.pieces.refs.push_back(*blocks[own].task);
           if (!contains(blocks[own].region, region))
-            read.pieces[k].push_back({self, first_member[pass] + own});
+            read.pieces.refs.push_back({self, first_member[pass] + own});
           continue;
         }
         std::int64_t covered = 0;
@@ -302,7 +311,7 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
           if (tdl::box_volume(piece) == 0) continue;
           covered += tdl::box_volume(piece);
           if (b.device == d) {
-            if (b.task) read.pieces[k].push_back(*b.task);
+            if (b.task) read.pieces.refs.push_back(*b.task);
             continue;
           }
           auto [it, fresh] = transfers[pass].try_emplace(std::make_tuple(b.device, d, piece), 0);
@@ -317,9 +326,9 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
             std::vector<Ref> deps;
             if (b.task) deps.push_back(*b.task);
             if (pass == late_pass) deps.insert(deps.end(), gate_tasks.begin(), gate_tasks.end());
-            it->second = part.add(std::move(move), std::move(deps));
+            it->second = part.add(std::move(move), deps);
           }
-          read.pieces[k].push_back({self, it->second});
+          read.pieces.refs.push_back({self, it->second});
         }
         CLEAVE_ASSERT(covered == tdl::box_volume(region),
                       "a tensor's blocks do not cover a read region");
@@ -404,7 +413,7 @@ Lowering::State::Gathers Lowering::State::regular_gathers(ir::TensorId t) const 
       for (std::size_t k = 0; k < read.size() && op.inputs[i] == t; ++k) {
         if (read.none(k, i)) continue;
         auto d = static_cast<std::size_t>(plan.ops[c.value()].devices[k]);
-        tdl::Box const& region = read.box(k, i);
+        tdl::Box const region = read.region(k, i);
         if (out.block_on[d] >= 0 &&
             contains(blocks[static_cast<std::size_t>(out.block_on[d])].region, region))
           continue;  // read where it is held: no transfer
@@ -447,7 +456,7 @@ std::uint32_t Lowering::State::gather_per_device(ir::TensorId t, Pass pass, Tens
       bool here = on == blocks[i].device || (i == 0 && block_on[static_cast<std::size_t>(on)] < 0);
       if (pass == late_pass && here) deps.push_back(g);
     }
-    ag.members.push_back(part.add(std::move(move), std::move(deps)));
+    ag.members.push_back(part.add(std::move(move), deps));
     ag.group.push_back(blocks[i].device);
   }
   std::sort(ag.group.begin(), ag.group.end());
@@ -561,6 +570,7 @@ Expected<Program> lower(ir::Graph const& graph, plan::Plan const& plan,
   CLEAVE_CHECK_OK(plan::validate(plan, graph, registry));
   Lowering::State state(graph, plan, registry);
   state.form = form;
+  state.once = true;
   CLEAVE_CHECK_OK(state.lower_all());
   return std::move(state.program);
 }

@@ -7,6 +7,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -49,15 +50,29 @@ struct Held {
   std::optional<Ref> task;
 };
 
+// Lists of references, one per item (a part's tasks, a read's pieces), in one array: a list on
+// the heap each was a tenth of the lowering's peak (issue 21).
+struct RefLists {
+  std::vector<std::uint32_t> first{0};  // item i's are refs[first[i]] .. refs[first[i + 1]]
+  std::vector<Ref> refs;
+  std::size_t size() const { return first.size() - 1; }
+  std::span<Ref const> operator[](std::size_t i) const {
+    return {refs.data() + first[i], refs.data() + first[i + 1]};
+  }
+  // Ends the last item's list (the next refs are the next item's).
+  void close() { first.push_back(static_cast<std::uint32_t>(refs.size())); }
+};
+
 // Tasks before assembly: dependencies as references, a member's `collective` as an index into
 // the part's collectives, whose members are indices into the part's tasks.
 struct Part {
   std::vector<Task> tasks;
-  std::vector<std::vector<Ref>> deps;  // per task; compute tasks take theirs from tensor parts
+  RefLists deps;  // per task; compute tasks take theirs from tensor parts
   std::vector<Collective> collectives;
-  std::uint32_t add(Task task, std::vector<Ref> deps_of_task) {
+  std::uint32_t add(Task task, std::vector<Ref> const& deps_of_task) {
     tasks.push_back(std::move(task));
-    deps.push_back(std::move(deps_of_task));
+    deps.refs.insert(deps.refs.end(), deps_of_task.begin(), deps_of_task.end());
+    deps.close();
     return static_cast<std::uint32_t>(tasks.size() - 1);
   }
 };
@@ -66,7 +81,7 @@ struct Part {
 struct Read {
   ir::OpId op;
   std::size_t input = 0;
-  std::vector<std::vector<Ref>> pieces;
+  RefLists pieces;
 };
 
 // A tensor has two parts, one per pass of its readers. Under FetchPolicy::per_pass (the tensor's
@@ -100,19 +115,26 @@ template <typename T> T& slot(std::vector<T>& list, std::size_t at) {
 // What the lowering keeps of an op's pieces once its part is built (its compute tasks have the
 // rest of their analysis): the region each piece reads of each input, for the tensor parts'
 // fetches. Issue 21: the whole analysis of every piece of every op, held until the program was
-// assembled, was half of the lowering's memory.
+// assembled, was half of the lowering's memory; the reads, a box on the heap each, were still a
+// tenth of its peak: they are one list of intervals per op.
 struct PieceReads {
-  std::size_t count = 0;        // pieces
-  std::size_t inputs = 0;       // per piece
-  std::vector<tdl::Box> boxes;  // piece k's read of input i at k * inputs + i
+  std::size_t count = 0;                 // pieces
+  std::vector<std::uint32_t> first;      // per input, where its box starts in a piece's run; then
+                                         // the run's length (the inputs' ranks summed)
+  std::vector<tdl::Interval> intervals;  // piece k's run at k * first.back()
   std::size_t size() const { return count; }
-  tdl::Box const& box(std::size_t piece, std::size_t input) const {
-    return boxes[piece * inputs + input];
+  std::span<tdl::Interval const> box(std::size_t piece, std::size_t input) const {
+    auto const* run = intervals.data() + piece * first.back();
+    return {run + first[input], run + first[input + 1]};
   }
   // Whether the piece reads nothing of the input (as tdl::Region::empty).
   bool none(std::size_t piece, std::size_t input) const {
-    auto const& b = box(piece, input);
+    auto b = box(piece, input);
     return std::any_of(b.begin(), b.end(), [](tdl::Interval i) { return i.empty(); });
+  }
+  tdl::Box region(std::size_t piece, std::size_t input) const {
+    auto b = box(piece, input);
+    return tdl::Box(b.begin(), b.end());
   }
 };
 
@@ -157,6 +179,10 @@ struct Lowering::State {
   std::vector<std::optional<TaskId>> previous;
   Replaced replaced;
   CollectiveForm form = CollectiveForm::explicit_transfers;
+  // Set by lower(), whose state serves once: the pieces' reads are dropped once the tensor parts
+  // are built, before the program's tasks are copied out of the parts (issue 21: a tenth of the
+  // lowering's peak). A Lowering keeps them for reconfigure().
+  bool once = false;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
       : graph(g), registry(r), plan(std::move(p)), num_ops(static_cast<std::uint32_t>(g.num_ops())),
