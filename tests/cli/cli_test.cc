@@ -98,7 +98,7 @@ TEST(Cli, BadInputGivesAClearErrorAndNonZeroExit) {
       {"op 'Y[y] = sum(dy:2) X[y*dy]' --shape X=8 --shape Y=4", "non-affine index"},
       {"op 'Y[i] = A[i] + Q[i]' --shape A=4", "needs --shape Q=DIMS"},
       {"op 'Y[i,j] = sum(k) A[i,k] * B[k,j]' --shape A=4x5 --shape B=4x4", "the shapes disagree"},
-      {"op conv3d", "unknown op 'conv3d'"},
+      {"op conv4d", "unknown op 'conv4d'"},
       {"op matmul --shape A=4x5 --shape B=4x4", "'k' has extent 5"},
       {"op matmul --shape A=4x5", "matmul needs --shape B=DIMS"},
       {"op conv2d --attr strid=2", "unknown attribute 'strid'"},
