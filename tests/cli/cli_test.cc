@@ -653,6 +653,26 @@ TEST(Cli, PardnnPlanRunsUnderMemoryCapsBelowOneDevicesNeed) {
   }
 }
 
+// A small E3D (issue 16: conv3d, its gradients and the eidetic attention) runs under --check on
+// four cpu devices: whole ops placed by pardnn, and ops split by tofu (conv3d pieces with halos
+// and partial sums), every piece on a kernel, none left to the interpreter.
+TEST(Cli, SmallE3dPassesCheckWholeAndSplit) {
+  std::string model = "e3d:layers=2,hidden=4,steps=2,batch=2,size=4";
+  for (std::string algo : {"pardnn", "tofu"}) {
+    SCOPED_TRACE(algo);
+    std::string plan = (scratch() / ("e3d_" + algo + ".json")).string();
+    Outcome planned =
+        cleave("plan " + model + " --cluster cpu:devices=4 --algo " + algo + " -o " + plan);
+    ASSERT_EQ(planned.code, 0) << planned.err;
+    Outcome run = cleave("run " + plan + " --check --json");
+    ASSERT_EQ(run.code, 0) << run.err;
+    auto j = nlohmann::json::parse(run.out);
+    EXPECT_TRUE(j["check"]["passed"].get<bool>());
+    for (auto const& d : j["devices"])
+      EXPECT_EQ(d["interpreted_tasks"].get<std::int64_t>(), 0) << d.dump();
+  }
+}
+
 // `cleave run --rebalance` (api/rebalance.h): a mincut plan with every op on one device of four
 // (a `single` plan recorded as mincut's: what a profile pricing the other devices' ops at nothing
 // would give; its measured imbalance is 4 on any machine) is partitioned again on the measured
