@@ -30,10 +30,10 @@ model; no profile) on dgx2. Models: ParDNN's, at the specs docs/zoo.md gives (ou
 coarser than TensorFlow's nodes: the graphs have fewer ops than the paper's; docs/zoo.md gives
 specs with the paper's node counts too). Batches are ours (the paper does not give them).
 Columns: the simulated step time and samples/s; whether every device's peak fits its memory; the
-largest per-device peak; the search's time (on a 2-core machine shared with other builds: the
-search times are loose); pardnn's speedup (the baseline's step time over pardnn's). The paper
-(PAPERS.md §3) reports ParDNN 1.1-7x faster than linear clustering and critical-path placement;
-docs/search_pardnn.md discusses where this table disagrees.
+largest per-device peak; the search's time (on a 2-core machine shared by six agents building
+and testing: the search times are loose); pardnn's speedup (the baseline's step time over
+pardnn's). The paper (PAPERS.md §3) reports ParDNN 1.1-7x faster than linear clustering and
+critical-path placement; docs/search_pardnn.md discusses where this table disagrees.
 """
 # (name, spec with the batch as {}, the batch of the comparison, the batch unit of the scaling)
 MODELS = [
