@@ -2,10 +2,12 @@
 // priced by the delta simulator and by full simulation (lower + predict, as FlexFlow's public
 // code does), proposals per second and time to the final plan, beside the paper's delta search.
 // Then what a rejected proposal costs: DeltaSimulator::undo against a second apply of the old
-// configuration, on random proposals from the data-parallel plan.
+// configuration, on random proposals from the data-parallel plan (--samples of them, 40 by
+// default), and what MCMC's pricing of one costs (stopped once it is sure to be rejected).
 //
-//   flexflow_search [--proposals N] [--full-proposals N] [--case NAME] [--markdown]
+//   flexflow_search [--proposals N] [--full-proposals N] [--samples N] [--case NAME] [--markdown]
 //     NAME: inception4, nmt4, inception64, nmt64 (default: the 4-device cases)
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -45,9 +47,13 @@ Run run_search(search::SearchContext ctx, std::int64_t proposals, std::string co
           course.best.back().first, course.best.back().second, course.iterations};
 }
 
-// Mean seconds of an apply, of undoing it, and of applying the old configuration again instead.
+// Mean seconds of an apply, of undoing it, and of applying the old configuration again instead;
+// and of pricing a proposal as MCMC does (DeltaSimulator::apply_unless_above at the acceptance
+// test's median threshold, beta = 10 x ops, undone unless it is under it) and how many of those
+// gave up before their run ended.
 struct UndoCost {
-  double apply_s = 0, undo_s = 0, reapply_s = 0;
+  double apply_s = 0, undo_s = 0, reapply_s = 0, capped_s = 0;
+  int gave_up = 0;
 };
 
 UndoCost undo_cost(search::SearchContext const& ctx, int n) {
@@ -74,13 +80,25 @@ UndoCost undo_cost(search::SearchContext const& ctx, int n) {
       c.reapply_s += seconds_since(t0);
     }
   }
-  return {c.apply_s / n, c.undo_s / ((n + 1) / 2), c.reapply_s / (n / 2)};
+  double beta = 10.0 * static_cast<double>(ctx.graph.num_ops());
+  for (int i = 0; i < n; ++i) {
+    ir::OpId op(static_cast<std::uint32_t>(rng() % ctx.graph.num_ops()));
+    double limit = sim.prediction().step_time_s * (1 + std::log(2.0) / beta);
+    auto t0 = Clock::now();
+    auto priced = must(sim.apply_unless_above(op, space.random(op, rng), limit));
+    if (!priced || priced->step_time_s > limit) sim.undo();
+    c.capped_s += seconds_since(t0);
+    c.gave_up += priced ? 0 : 1;
+  }
+  return {c.apply_s / n, c.undo_s / ((n + 1) / 2), c.reapply_s / (n / 2), c.capped_s / n,
+          c.gave_up};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::int64_t proposals = 2000, full_proposals = 200;
+  int samples = 40;
   std::string only;
   bool markdown = false;
   for (int i = 1; i < argc; ++i) {
@@ -90,6 +108,7 @@ int main(int argc, char** argv) {
     if (a == "--proposals") proposals = std::atoll(argv[i + 1]);
     if (a == "--full-proposals") full_proposals = std::atoll(argv[i + 1]);
     if (a == "--case") only = argv[i + 1];
+    if (a == "--samples") samples = std::atoi(argv[i + 1]);
   }
   std::vector<Case> cases = {
       {"inception4", "inception:batch=256", "p100-4x4:nodes=1", "14 s -> 4.1 s", 256, true},
@@ -100,10 +119,10 @@ int main(int argc, char** argv) {
   char const* sep = markdown ? " | " : "  ";
   std::printf(markdown ? "| case | ops | delta proposals/s | full proposals/s | speedup | delta: "
                          "time to final plan (s) | step (s) | paper (full -> delta, to final) | "
-                         "apply (ms) | undo (ms) | second apply (ms) |\n|---|---|---|---|---|---"
-                         "|---|---|---|---|---|\n"
+                         "apply (ms) | undo (ms) | second apply (ms) | MCMC pricing (ms) | gave "
+                         "up |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
                        : "case  ops  delta/s  full/s  speedup  to-final(s)  step(s)  paper  apply  "
-                         "undo  reapply (ms)\n");
+                         "undo  reapply  mcmc (ms)  gave-up\n");
   for (auto const& c : cases) {
     if (only.empty() ? !c.by_default : c.name != only) continue;
     auto registry = ops::OpRegistry::with_builtins();
@@ -114,12 +133,13 @@ int main(int argc, char** argv) {
     search::SearchContext ctx{g, *registry, cost, c.cluster, c.model, c.batch, 1};
     Run delta = run_search(ctx, proposals, "delta");
     Run full = run_search(ctx, full_proposals, "full");
-    UndoCost u = undo_cost(ctx, 40);
-    std::printf("%s%s%s%zu%s%.3g%s%.3g%s%.1fx%s%.2f%s%.5f%s%s%s%.2f%s%.2f%s%.2f%s\n",
+    UndoCost u = undo_cost(ctx, samples);
+    std::printf("%s%s%s%zu%s%.3g%s%.3g%s%.1fx%s%.2f%s%.5f%s%s%s%.2f%s%.2f%s%.2f%s%.2f%s%d/%d%s\n",
                 markdown ? "| " : "", c.name.c_str(), sep, g.num_ops(), sep, delta.proposals_per_s,
                 sep, full.proposals_per_s, sep, delta.proposals_per_s / full.proposals_per_s, sep,
                 delta.to_final_s, sep, delta.step_s, sep, c.paper.c_str(), sep, u.apply_s * 1e3,
-                sep, u.undo_s * 1e3, sep, u.reapply_s * 1e3, markdown ? " |" : "");
+                sep, u.undo_s * 1e3, sep, u.reapply_s * 1e3, sep, u.capped_s * 1e3, sep, u.gave_up,
+                samples, markdown ? " |" : "");
     std::fflush(stdout);
   }
 }

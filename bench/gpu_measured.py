@@ -38,6 +38,10 @@ MODELS = [
 ]
 # PyTorch variants measured beside a model's own step (cleave has no layout choice to price).
 VARIANTS = {"resnet50_b256": [("resnet50_nhwc_b256", "channels-last")]}
+# The linear layers' GEMMs (compute-bound over 50 us here, where the attention's batched matmuls
+# are memory-bound), and the vocabularies of the models' (unaligned) logits.
+GEMMS = {"linear", "linear_grad_input", "linear_grad_weight"}
+VOCABULARIES = {50257, 30522}
 # Plans of 8 GPUs: predictions only (one GPU was lent), with and without the profile.
 MULTI = [("GPT-2 small, seq 1024, batch 64", "gpt:batch=64,seq=1024,precision=amp-bf16",
           ["data-parallel", "tofu"])]
@@ -56,14 +60,17 @@ WHY = """## Why they differ
   AMP ran 2,684 kernels in an 80 ms step with the GPU busy 78% of it (run 2; 66 ms in run 1 on
   another machine of the kind: the host's speed decides such a step). Setting the roofline's
   per-kernel cost to that floor, and nothing else ("eager floor" above: a calibration, no step
-  fitted), moves its median ratio from 1.38 to 1.08. The built-in 3 us stays: the published
-  figures of gpu_truth.md (NGC containers with fused optimizers and kernels) were fitted with it
-  and do not pay eager PyTorch's per-op cost.
+  fitted), moves its median ratio from 1.37 to 1.10. The built-in 3 us stays the default: the
+  published figures of gpu_truth.md (NGC containers with fused optimizers and kernels, FSDP at
+  large micro-batches) were fitted with it and do not pay eager PyTorch's per-op cost; CUDA
+  graphs and torch.compile remove most of it. The calibration is how to predict eager PyTorch.
 - **Unaligned GEMMs.** The vocabulary projections (GPT-2's 50257, BERT's 30522 columns, not
-  multiples of 8) run cuBLAS's align-1 and align-2 kernels at 3-8x the roofline (GPT-2's bf16
-  logits: 6.5 ms against 0.76 ms); the other GEMMs of the same models (768 to 4096 wide, over
-  50 us) ran at 0.58-1.59x (median 1.15). cleave's wave model knows tiles and waves, not
-  alignment; padding the vocabulary to a multiple of 64 (as nanoGPT does) is the usual cure.
+  multiples of 8) run cuBLAS's align-1 and align-2 kernels at 3-8x the aligned roofline; the GPU
+  model prices operand alignment (docs/cost_model.md), which leaves the 15 vocabulary GEMM
+  pieces at 0.58-1.58x the roofline (GPT-2's bf16 logits 0.94x, their gradients 0.6x: 8x
+  charged, 5x measured; BERT's TF32 ones 1.3-1.6x: 2x charged, 3x measured). The linear layers'
+  other GEMMs set the H100's GEMM efficiency (the line above the skipped list). Padding the
+  vocabulary to a multiple of 64 (as nanoGPT does) is the usual cure.
 - **Layout and cuDNN's algorithms.** PyTorch's NCHW ResNet-50 under bf16 spends part of its step
   converting layouts (cuDNN's nchwToNhwc kernels) and in batch norm kernels that cleave prices as
   two passes each; channels-last runs the same model 1.78x faster (AMP) and 1.35x (TF32). The
@@ -83,9 +90,11 @@ WHY = """## Why they differ
   profile's prediction is that sum for cleave's graph. The remaining gaps are the graphs' own
   differences (BERT's fp32 step is 0.83: cleave's graph has ops PyTorch fuses, each timed at the
   per-op floor).
-- **embedding_grad** is priced by the roofline as a dense sum over vocabulary x positions
-  (50-100x the measured scatter-add): a defect of the roofline's FLOP count for that op, which the
-  profile corrects.
+- **Gathers and scatters.** `embedding_grad` is priced as the scatter-add it is (docs/tdl.md;
+  before, as a dense sum over vocabulary x positions, 50-100x the measured time), and now sits
+  below PyTorch's: its embedding_dense_backward sorts the indices and reduces segments in about
+  ten kernels, each at the per-op floor (a 2-row table took 0.14 ms). `embedding` reads a row
+  per position, not the whole table; its pieces are at the floor.
 """
 
 
@@ -99,11 +108,19 @@ def load(name):
 
 
 def list_pieces():
+    lines = [json.dumps(p, sort_keys=True) for p in listed_pieces(ARGS.out + ".part")]
+    with open(ARGS.out, "w") as f:
+        f.write('{"format":"cleave.pieces/1",\n"pieces":[\n' + ",\n".join(lines) + "\n]}\n")
+    print(f"{len(lines)} pieces in {ARGS.out}", file=sys.stderr)
+    return 0
+
+
+def listed_pieces(path):
+    """Every distinct piece cleave prices for the models, with the current model's roofline."""
     pieces = {}
     jobs = [(m[1].format(p=p), ["single"]) for m in MODELS for p in PRECISIONS]
     jobs += [(spec, algos) for _, spec, algos in MULTI]
     for spec, algos in jobs:
-        path = ARGS.out + ".part"
         _, err = run([ARGS.cleave, "compare", spec, "--cluster", CLUSTER, "--algos",
                       ",".join(algos), "--json", "--list-pieces", path], ARGS.timeout)
         if err:
@@ -112,11 +129,7 @@ def list_pieces():
             for p in json.load(f)["pieces"]:
                 pieces.setdefault(key(p), p)
         os.remove(path)
-    lines = [json.dumps(p, sort_keys=True) for p in pieces.values()]
-    with open(ARGS.out, "w") as f:
-        f.write('{"format":"cleave.pieces/1",\n"pieces":[\n' + ",\n".join(lines) + "\n]}\n")
-    print(f"{len(lines)} pieces in {ARGS.out}", file=sys.stderr)
-    return 0
+    return list(pieces.values())
 
 
 def predict(spec, algos, profile):
@@ -189,11 +202,14 @@ def rate(plan):
 
 
 def op_table(meta, pieces):
-    # Weighted by how often the listed plans price each piece.
+    # Weighted by how often the listed plans price each piece; the roofline is today's model's
+    # (the meta file keeps the one of when the pieces were timed).
     uses = {key(p): p["uses"] for p in pieces}
+    roofline = {key(p): p["roofline_s"] for p in pieces}
     by_op = {}
     for t in meta["timed"]:
-        by_op.setdefault(t["op"], []).append(t)
+        if key(t) in roofline:
+            by_op.setdefault(t["op"], []).append(dict(t, roofline_s=roofline[key(t)]))
     print("| op type | pieces | median measured / roofline | range | time-weighted measured / "
           "roofline | share of measured time |")
     print("|---|---|---|---|---|---|")
@@ -211,6 +227,14 @@ def op_table(meta, pieces):
     for measured, op, n, med, lo, hi, weighted in sorted(rows, reverse=True):
         print(f"| {op} | {n} | {med:.2f} | {lo:.2f}-{hi:.2f} | {weighted:.2f} | "
               f"{measured / total:.1%} |")
+    # The H100's GEMM efficiency (src/cost/gpu_compute.cc) was set on these.
+    gemms = [t["seconds"] / t["roofline_s"] for ts in by_op.values() for t in ts
+             if t["op"] in GEMMS and t["roofline_s"] > 50e-6
+             and not any(e in VOCABULARIES for e in t["extents"])]
+    print()
+    print(f"Linear layers' GEMM pieces over 50 us but the vocabulary projections ({len(gemms)}; "
+          f"the H100's GEMM efficiency was set on them): median measured / roofline "
+          f"{statistics.median(gemms):.2f}.")
     skipped = {}
     for s in meta["skipped"]:
         skipped.setdefault((s["op"], s["why"].split(":")[0]), []).append(s)
@@ -259,7 +283,8 @@ def table():
     print()
     print("## Pieces: measured against the roofline, by op type")
     print()
-    op_table(meta, load("pieces.json")["pieces"])
+    with tempfile.TemporaryDirectory() as tmp:
+        op_table(meta, listed_pieces(os.path.join(tmp, "pieces.json")))
     print()
     print("## 8-GPU plans: predictions with and without the profile (not measured: one GPU)")
     print()

@@ -22,7 +22,7 @@ FOUNDRY = ("MosaicML llm-foundry scripts/train/benchmarking/README.md (MPT, FSDP
            "flash attention, no activation checkpointing)")
 
 RN50 = "resnet:depth=50,batch={b},precision={p}"
-BERT = "bert:layers=24,hidden=1024,heads=16,seq={s},batch={b},precision={p}"
+BERT = "bert:layers=24,hidden=1024,heads=16,seq={s},vocab=30528,batch={b},dropout=0.1,precision={p}"
 MPT = "gpt:layers={l},hidden={h},heads={n},seq=512,vocab=50368,batch={b},precision=amp-bf16"
 
 # (label, device, precision, model spec, cluster, algorithm, GPUs, published, unit, source, fit)
@@ -42,13 +42,16 @@ ROWS = [
      "single", 1, 164, "samples/s", DLE_BERT + ", DGX-1 16 GB, 1 GPU", True),
     ("BERT-large seq 128", "V100", "FP32", BERT.format(s=128, b=8, p="fp32"), "v100x1", "single",
      1, 40, "samples/s", DLE_BERT + ", DGX-1 16 GB, 1 GPU", False),
-    ("BERT-large seq 128", "A100", "AMP", BERT.format(s=128, b=64, p="amp-fp16"), "dgx-a100",
+    ("BERT-large seq 128", "A100", "AMP", BERT.format(s=128, b=64, p="amp-fp16"),
+     "dgx-a100-40gb",
      "single", 1, 415, "samples/s", DLE_BERT + ", DGX A100 40 GB, 1 GPU", True),
-    ("BERT-large seq 128", "A100", "TF32", BERT.format(s=128, b=54, p="tf32"), "dgx-a100",
+    ("BERT-large seq 128", "A100", "TF32", BERT.format(s=128, b=54, p="tf32"),
+     "dgx-a100-40gb",
      "single", 1, 234, "samples/s", DLE_BERT + ", DGX A100 40 GB, 1 GPU", False),
     ("BERT-large seq 512", "V100", "AMP", BERT.format(s=512, b=4, p="amp-fp16"), "v100x1",
      "single", 1, 34, "samples/s", DLE_BERT + ", DGX-1 16 GB, 1 GPU", False),
-    ("BERT-large seq 512", "A100", "AMP", BERT.format(s=512, b=16, p="amp-fp16"), "dgx-a100",
+    ("BERT-large seq 512", "A100", "AMP", BERT.format(s=512, b=16, p="amp-fp16"),
+     "dgx-a100-40gb",
      "single", 1, 78, "samples/s", DLE_BERT + ", DGX A100 40 GB, 1 GPU", False),
     ("ResNet-50", "8x A100", "AMP", RN50.format(b=2048, p="amp-fp16"), "dgx-a100",
      "data-parallel", 8, 16621, "samples/s", DLE_RN50 + ", DGX A100 80 GB, 8 GPUs, batch 256 "

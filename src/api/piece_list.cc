@@ -64,7 +64,7 @@ std::optional<cost::Measurement> PieceLister::measure(cost::ComputeRequest const
   piece.bytes = request.bytes;
   // Priced as if unfused: what the piece costs as a kernel of its own, as the script times it.
   cost::ComputeRequest alone = request;
-  alone.graph = nullptr;
+  alone.alone = true;
   piece.roofline = roofline_->compute(alone).time;
   auto bound = registry_->bind(*request.graph, request.op);
   CLEAVE_ASSERT(bound.has_value(), "a priced piece's op binds");

@@ -58,6 +58,13 @@ constexpr Gpu a100 = {"A100-SXM4-80GB",
                       "A100 SXM4 80GB: 19.5 TFLOP/s fp32 (TF32 tensor rate not used), 312 "
                       "TFLOP/s fp16 and bf16 (dense tensor cores), 2039 GB/s: NVIDIA A100 "
                       "datasheet"};
+constexpr Gpu a100_40 = {"A100-SXM4-40GB",
+                         19.5 * tera,
+                         312 * tera,
+                         312 * tera,
+                         1555 * giga,
+                         "A100 SXM4 40GB: 19.5 TFLOP/s fp32, 312 TFLOP/s fp16 and bf16, 1555 GB/s "
+                         "(the 80 GB part's compute, slower HBM2): NVIDIA A100 datasheet"};
 constexpr Gpu h100 = {"H100-SXM5-80GB",
                       67 * tera,
                       989 * tera,
@@ -283,25 +290,35 @@ PresetDef dgx2() {
           }};
 }
 
-PresetDef dgx_a100() {
-  return {"dgx-a100",
-          "NVIDIA DGX A100: 8 A100 80 GB, NVLink 3 through NVSwitch",
-          {size_key("memory", "80GiB", "memory per GPU (40GiB for the 40 GB part)"),
+// A DGX A100 of either part: the 80 GB one (DGX A100 640 GB) or the 40 GB one (320 GB).
+PresetDef dgx_a100_of(char const* name, Gpu const& gpu, char const* memory) {
+  bool big = std::string(memory) == "80GiB";
+  return {name,
+          big ? "NVIDIA DGX A100: 8 A100 80 GB, NVLink 3 through NVSwitch"
+              : "NVIDIA DGX A100 (320 GB): 8 A100 40 GB, NVLink 3 through NVSwitch",
+          {size_key("memory", memory, "memory per GPU"),
            bandwidth_key("nvswitch", "300GB/s", "NVSwitch bandwidth of each GPU"),
            bandwidth_key("host", "25GB/s", "GPU <-> host memory bandwidth"),
-           size_key("host_memory", "2048GiB", "host (CPU) memory")},
-          {a100.source,
+           size_key("host_memory", big ? "2048GiB" : "1024GiB", "host (CPU) memory")},
+          {gpu.source,
            "NVSwitch 300 GB/s per direction per GPU: 12 NVLink 3.0 links x 25 GB/s (NVIDIA A100 "
            "datasheet: 600 GB/s bidirectional); the 6 NVSwitches form one switch vertex",
            "host 25 GB/s: PCIe gen4 x16 effective rate",
-           "host memory 2 TB: NVIDIA DGX A100 "
-           "(640 GB) datasheet",
+           big ? "host memory 2 TB: NVIDIA DGX A100 (640 GB) datasheet"
+               : "host memory 1 TB: NVIDIA DGX A100 (320 GB) datasheet",
            gpu_memory_note, latency_source},
-          [](ClusterBuilder& b, PresetArgs const& a) {
-            build_switched(b, {&a100, 1, 8, a.bytes("memory"), a.bytes("host_memory"),
+          [g = &gpu](ClusterBuilder& b, PresetArgs const& a) {
+            build_switched(b, {g, 1, 8, a.bytes("memory"), a.bytes("host_memory"),
                                SwitchKind::nvswitch, LinkKind::nvswitch, a.bandwidth("nvswitch"),
                                Seconds(nvlink_latency), a.bandwidth("host")});
           }};
+}
+
+PresetDef dgx_a100() {
+  return dgx_a100_of("dgx-a100", a100, "80GiB");
+}
+PresetDef dgx_a100_40gb() {
+  return dgx_a100_of("dgx-a100-40gb", a100_40, "40GiB");
 }
 
 PresetDef h100_2x8() {
@@ -358,7 +375,8 @@ PresetDef cpu() {
               d.memory = a.bytes("memory");
               d.peak[ir::DType::fp32] = a.flops_rate("peak");
               d.memory_bandwidth = a.bandwidth("memory_bandwidth");
-              b.add_host_link(b.add_device(std::move(d)), a.bandwidth("link"), a.seconds("latency"));
+              b.add_host_link(b.add_device(std::move(d)), a.bandwidth("link"),
+                              a.seconds("latency"));
             }
           }};
 }
@@ -366,7 +384,8 @@ PresetDef cpu() {
 }  // namespace
 
 void add_builtin_presets(PresetRegistry& registry) {
-  for (PresetDef (*make)() : {k80x8, v100x1, p100_4x4, k80_16x4, dgx2, dgx_a100, h100_2x8, cpu}) {
+  for (PresetDef (*make)() :
+       {k80x8, v100x1, p100_4x4, k80_16x4, dgx2, dgx_a100, dgx_a100_40gb, h100_2x8, cpu}) {
     auto st = registry.add(make());
     CLEAVE_ASSERT(st.is_ok(), "built-in preset names are distinct");
   }

@@ -40,7 +40,7 @@ ComputeCost CostModel::compute(ComputeRequest const& r) const {
   auto const* gpu = gpu_compute(dev.kind);
   // An op that a GPU framework runs inside another op's kernel launches none of its own: no
   // measurement of it as a kernel alone applies (a profile times each piece alone).
-  if (gpu && r.graph && fused_on_gpu(*r.graph, r.op)) return {Seconds(0), false};
+  if (gpu && r.graph && !r.alone && fused_on_gpu(*r.graph, r.op)) return {Seconds(0), false};
   DeviceCalibration const* calibration = nullptr;
   if ((profile_ && profile_->has_entries()) || measurer_) {
     std::string attrs = r.attrs ? r.attrs->to_string() : std::string();
@@ -95,11 +95,14 @@ Seconds CostModel::gpu_time(ComputeRequest const& r, cluster::Device const& dev,
   calibrate(calibration, r.op_type, eff, memory_eff, launch_time);
   double launch = launch_time.value();
   double bytes = static_cast<double>(r.bytes.value());
-  if (r.graph) {
+  if (r.graph && !r.alone) {
     auto fusion = element_wise_fusion(*r.graph, r.op);
     bytes *= fusion.bytes_fraction;
     if (!fusion.launches) launch = 0;
   }
+  // Tensor cores (half precision, or TF32) need aligned rows; CUDA cores' kernels do not.
+  bool tensor_cores = r.dtype != ir::DType::fp32 || gpu.tf32_peak > 0;
+  if (gemm && !conv && tensor_cores && r.graph) eff *= alignment_efficiency(*r.graph, r.op);
   if (gemm && r.output_elements > 0) {
     double reduction =
         static_cast<double>(r.flops.value()) / (2.0 * static_cast<double>(r.output_elements));

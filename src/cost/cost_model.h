@@ -60,6 +60,9 @@ struct ComputeRequest {
   // Elements the piece writes (its output region), for the GPU model's tiles and waves
   // (gpu_compute.h); 0: unknown.
   std::int64_t output_elements = 0;
+  // Priced as a kernel of its own, as a timing script runs it: not fused with its neighbours in
+  // `graph` (gpu_compute.h's fusion rules).
+  bool alone = false;
 };
 
 // Measures pieces on demand (issue 15, FlexFlow's "measure each configuration once"): the cost

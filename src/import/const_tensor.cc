@@ -18,6 +18,13 @@ Error fold_error(onnx::NodeProto const& n, std::string const& what) {
                n.op_type() + " node '" + n.name() + "' on constants: " + what);
 }
 
+// A folded value (held as a double) as an int64, saturated: a huge or non-finite index is then out
+// of range, not undefined behaviour (found by onnx_import_fuzz).
+std::int64_t saturate_to_int(double v) {
+  if (!std::isfinite(v)) return v > 0 ? INT64_MAX : INT64_MIN;
+  return static_cast<std::int64_t>(std::clamp(v, -9.2e18, 9.2e18));
+}
+
 std::int64_t count(Ints const& dims) {
   std::int64_t c = 1;
   for (auto d : dims) {
@@ -113,7 +120,7 @@ Expected<ConstTensor> gather(onnx::NodeProto const& n, ConstTensor const& data,
   ConstTensor r{out, {}, data.elem};
   for (std::int64_t o = 0; o < outer; ++o)
     for (double iv : idx.values) {
-      auto i = static_cast<std::int64_t>(iv);
+      auto i = saturate_to_int(iv);
       if (i < 0) i += data.dims[a];
       if (i < 0 || i >= data.dims[a]) return fold_error(n, "index out of range");
       for (std::int64_t k = 0; k < inner; ++k)
@@ -206,7 +213,7 @@ Expected<ConstTensor> scatter_nd(onnx::NodeProto const& n, ConstTensor const& da
   for (std::int64_t s = 0; s < slices; ++s) {
     std::int64_t off = 0;
     for (std::size_t d = 0; d < k; ++d) {
-      auto i = static_cast<std::int64_t>(idx.values[static_cast<std::size_t>(s) * k + d]);
+      auto i = saturate_to_int(idx.values[static_cast<std::size_t>(s) * k + d]);
       if (i < 0) i += data.dims[d];
       if (i < 0 || i >= data.dims[d]) return fold_error(n, "index out of range");
       off += i * strides[d];
@@ -287,8 +294,7 @@ std::vector<std::int64_t> ConstTensor::ints() const {
   std::vector<std::int64_t> r;
   r.reserve(values.size());
   for (double v : values)
-    r.push_back(std::isfinite(v) ? static_cast<std::int64_t>(std::clamp(v, -9.2e18, 9.2e18))
-                                 : (v > 0 ? INT64_MAX : INT64_MIN));
+    r.push_back(saturate_to_int(v));
   return r;
 }
 
@@ -534,7 +540,7 @@ fold_node(onnx::NodeProto const& n, std::vector<std::optional<ConstTensor>> cons
     double steps = std::ceil((limit - start) / delta);
     if (steps > static_cast<double>(kMaxConstElements))
       return Out(fold_error(n, "range too large to fold"));
-    ConstTensor r{{std::max<std::int64_t>(0, static_cast<std::int64_t>(steps))}, {}, x.elem};
+    ConstTensor r{{std::max<std::int64_t>(0, saturate_to_int(steps))}, {}, x.elem};
     for (std::int64_t i = 0; i < r.dims[0]; ++i)
       r.values.push_back(start + static_cast<double>(i) * delta);
     return one(r);

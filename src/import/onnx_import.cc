@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -199,6 +201,61 @@ Status check_all_tensor_bytes(onnx::GraphProto const& g) {
   return Status::ok();
 }
 
+// libonnx 1.12's shape inference of convolutions and pools divides by each stride unchecked and,
+// where a Conv has no kernel_shape, takes it from W's rank without comparing it to X's (reading
+// past its vectors): a zero stride or a W of the wrong rank crashed the importer (found by
+// onnx_import_fuzz, docs/import.md). So the attributes are checked here first, and a Conv whose W
+// is stored in the file gets kernel_shape written out from W's dims, which ONNX defines it to
+// be; libonnx then compares its length with X's rank.
+Status check_window_attributes(onnx::NodeProto const& n) {
+  for (auto const& a : n.attribute()) {
+    bool positive = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+    if (!positive && a.name() != "pads") continue;
+    for (auto v : a.ints())
+      if (v < (positive ? 1 : 0))
+        return Error(ErrorCode::invalid_argument,
+                     n.op_type() + " node '" + n.name() + "': every value of " + a.name() +
+                         " must be at least " + (positive ? "1" : "0") + ", found " +
+                         std::to_string(v));
+  }
+  return Status::ok();
+}
+
+Status check_windows(onnx::GraphProto& g) {
+  std::map<std::string, std::vector<std::int64_t>> known;  // dims of stored and declared tensors
+  for (auto const& t : g.initializer())
+    known[t.name()].assign(t.dims().begin(), t.dims().end());
+  for (auto& n : *g.mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) CLEAVE_CHECK_OK(check_windows(*a.mutable_g()));
+      for (auto& sub : *a.mutable_graphs())
+        CLEAVE_CHECK_OK(check_windows(sub));
+    }
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    static std::map<std::string, int> const weight_input = {
+        {"Conv", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}, {"ConvTranspose", 1},
+        {"MaxPool", -1}, {"AveragePool", -1}, {"LpPool", -1}};
+    auto op = weight_input.find(n.op_type());
+    if (op == weight_input.end()) continue;
+    CLEAVE_CHECK_OK(check_window_attributes(n));
+    bool has_kernel = std::any_of(n.attribute().begin(), n.attribute().end(),
+                                  [](auto const& a) { return a.name() == "kernel_shape"; });
+    if (op->second < 0 || has_kernel || n.input_size() <= op->second) continue;
+    auto w = known.find(n.input(op->second));
+    if (w == known.end()) continue;
+    if (w->second.size() < 3)
+      return Error(ErrorCode::invalid_argument,
+                   n.op_type() + " node '" + n.name() + "': W '" + w->first + "' has rank " +
+                       std::to_string(w->second.size()) + "; a convolution's W has rank 3 or more");
+    auto* k = n.add_attribute();
+    k->set_name("kernel_shape");
+    k->set_type(onnx::AttributeProto::INTS);
+    for (std::size_t d = 2; d < w->second.size(); ++d)
+      k->add_ints(w->second[d]);
+  }
+  return Status::ok();
+}
+
 Status check_opset(onnx::ModelProto const& m, std::int64_t& opset) {
   opset = -1;
   for (auto const& o : m.opset_import())
@@ -248,6 +305,8 @@ Expected<ImportResult> import_model(onnx::ModelProto& model, std::string const& 
   CLEAVE_CHECK_OK(check_opset(model, opset));
   CLEAVE_CHECK_OK(unknown_default_ops(model, opset, registry, options));
   if (auto st = check_all_tensor_bytes(model.graph()); !st)
+    return std::move(st).error().with_context("in '" + label + "'");
+  if (auto st = check_windows(*model.mutable_graph()); !st)
     return std::move(st).error().with_context("in '" + label + "'");
   std::string stage = "checking the model (onnx::checker)";
   auto tell = [&](std::string_view what) {

@@ -123,7 +123,7 @@ LstmState lstm_cell(ops::OpBuilder& b, ir::TensorId x, LstmState state, LstmWeig
 }
 
 ir::TensorId self_attention(ops::OpBuilder& b, ir::TensorId x, std::int64_t heads, bool causal,
-                            std::string const& name) {
+                            std::string const& name, double dropout_p) {
   auto s = b.scope(name);
   auto const& shape = b.shape_of(x);
   if (shape.size() != 3) {
@@ -155,6 +155,7 @@ ir::TensorId self_attention(ops::OpBuilder& b, ir::TensorId x, std::int64_t head
     scaled = b.op("add", {scaled, mask}, {}, "masked");
   }
   auto probs = b.op("softmax", {scaled}, {{"axis", std::int64_t{-1}}}, "probs");
+  if (dropout_p > 0) probs = dropout(b, probs, dropout_p, "probs_dropout");
   auto ctx = b.op("batch_matmul", {probs, v}, {}, "context");
   auto merged = b.op("transpose", {ctx}, {{"perm", Ints{0, 2, 1, 3}}}, "context_transpose");
   auto flat = b.op("reshape", {merged}, {{"shape", Ints{batch, seq, hidden}}}, "context_merge");

@@ -58,8 +58,9 @@ LstmState lstm_cell(ops::OpBuilder& b, ir::TensorId x, LstmState state, LstmWeig
                     std::string const& name);
 
 // Multi-head self-attention on x [B, S, H]: q, k, v projections, scores = q k^T / sqrt(d),
-// an additive mask input [S, S] when causal, softmax, weighted sum, output projection.
+// an additive mask input [S, S] when causal, softmax, dropout of the probabilities when
+// `dropout` > 0, weighted sum, output projection.
 ir::TensorId self_attention(ops::OpBuilder& b, ir::TensorId x, std::int64_t heads, bool causal,
-                            std::string const& name);
+                            std::string const& name, double dropout = 0);
 
 }  // namespace cleave::models

@@ -101,7 +101,17 @@ void build_bert(ops::OpBuilder& b, ModelArgs const& a) {
   std::int64_t heads = a.integer("heads"), seq = a.integer("seq");
   std::int64_t vocab = a.integer("vocab"), batch = a.integer("batch");
   ir::DType dtype = a.dtype();
+  double p = a.real("dropout");
   if (!check_heads(b, "bert", hidden, heads)) return;
+  if (!(p >= 0 && p < 1)) {
+    b.fail(Error(ErrorCode::invalid_argument,
+                 "model 'bert': dropout=" + std::to_string(p) + " must be in [0, 1)"));
+    return;
+  }
+  // BERT's dropouts (hidden_dropout_prob, attention_probs_dropout_prob): none at p = 0.
+  auto drop = [&](ir::TensorId t, std::string const& name) {
+    return p > 0 ? dropout(b, t, p, name) : t;
+  };
 
   // Word + position + segment (token type, 2 of them) embeddings, then a layer norm.
   auto tokens = b.input("tokens", {batch, seq}, ir::DType::int64);
@@ -116,15 +126,15 @@ void build_bert(ops::OpBuilder& b, ModelArgs const& a) {
     x = b.op("add", {x, position}, {}, "add_position");
     auto seg = b.op("embedding", {type, segments}, {}, "token_type.lookup");
     x = b.op("add", {x, seg}, {}, "add_token_type");
-    x = layer_norm(b, x, "ln");
+    x = drop(layer_norm(b, x, "ln"), "dropout");
   }
-  // Post-LN blocks (BERT): ln(x + attn(x)), then ln(x + mlp(x)); no padding mask (full
-  // sequences), erf gelu.
+  // Post-LN blocks (BERT): ln(x + dropout(attn(x))), then ln(x + dropout(mlp(x))); no padding
+  // mask (full sequences), erf gelu.
   for (std::int64_t l = 0; l < layers; ++l) {
     auto s = b.scope("layer" + std::to_string(l));
-    auto attn = self_attention(b, x, heads, /*causal=*/false, "attn");
+    auto attn = drop(self_attention(b, x, heads, /*causal=*/false, "attn", p), "attn_dropout");
     x = layer_norm(b, b.op("add", {x, attn}, {}, "attn_residual"), "attn_ln");
-    auto mlp = feed_forward(b, x, 4 * hidden, "none", "mlp");
+    auto mlp = drop(feed_forward(b, x, 4 * hidden, "none", "mlp"), "mlp_dropout");
     x = layer_norm(b, b.op("add", {x, mlp}, {}, "mlp_residual"), "mlp_ln");
   }
   // Masked-LM head: transform (linear, gelu, layer norm), then the decoder tied to the word
@@ -200,7 +210,14 @@ void add_transformers(ModelZoo& zoo) {
       heads_key,
       {"seq", KeyKind::integer, "512", "sequence length (also the position table's rows)", 1, {}},
       {"vocab", KeyKind::integer, "30522", "vocabulary size", 2, {}},
-      {"batch", KeyKind::integer, "8", "sequences per step", 1, {}}};
+      {"batch", KeyKind::integer, "8", "sequences per step", 1, {}},
+      {"dropout",
+       KeyKind::real,
+       "0",
+       "dropout probability where BERT has dropout (embeddings, attention probabilities, "
+       "attention and feed-forward outputs; BERT's pre-training: 0.1); 0: no dropout ops",
+       1,
+       {}}};
   bert.derived_defaults["heads"] = [](NamedSpec const& s) { return default_heads(s, "768"); };
   bert.build = build_bert;
   st = zoo.add(std::move(bert));

@@ -158,6 +158,9 @@ Expected<OpInstance> reshape(ir::Attrs const& a, std::span<ir::TensorType const>
       out.push_back(want[k]);
     }
   }
+  // The attribute is the user's: a product past int64 is an error, not a wrapped count (issue 23).
+  if (!ir::is_valid_shape(out))
+    return shape_error("reshape", "shape " + ir::shape_to_string(out) + " has too many elements");
   std::int64_t total = ir::num_elements(x);
   if (infer >= 0) {
     std::int64_t rest = ir::num_elements(out);

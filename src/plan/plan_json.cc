@@ -95,8 +95,8 @@ Provenance provenance_from_json(json const& prov) {
   if (prov.contains("course")) {
     auto const& course = prov.at("course");
     SearchCourse c;
-    c.iterations = course.at("iterations").get<std::int64_t>();
-    c.accepted = course.at("accepted").get<std::int64_t>();
+    c.iterations = integer<std::int64_t>(course.at("iterations"));
+    c.accepted = integer<std::int64_t>(course.at("accepted"));
     for (auto const& point : course.at("best"))
       c.best.emplace_back(point.at(0).get<double>(), point.at(1).get<double>());
     out.course = std::move(c);

@@ -83,13 +83,15 @@ Expected<json> memory_counters(json const& trace, std::string const& where, int 
     if (!ok)
       return json_read::content_error(where, "a memory counter without an integer pid, a number "
                                              "ts and integer args.bytes");
-    int device = ev["pid"];
+    CLEAVE_TRY(std::int64_t device, json_read::get_integer(ev["pid"], where, "an integer pid"));
+    CLEAVE_TRY(std::int64_t bytes,
+               json_read::get_integer(ev["args"]["bytes"], where, "an integer args.bytes"));
     if (device < 0 || device >= num_devices)
       return json_read::content_error(where, "a memory counter of device " +
                                                  std::to_string(device) + ": the plan has " +
                                                  std::to_string(num_devices) + " devices");
     samples[static_cast<std::size_t>(device)].push_back(
-        {ev["ts"].get<double>() * 1e-6, ev["args"]["bytes"].get<std::int64_t>()});
+        {ev["ts"].get<double>() * 1e-6, bytes});
     any = true;
   }
   if (!any) return json(nullptr);

@@ -66,6 +66,7 @@ struct DeltaSimulator::Scratch {
   std::vector<NodeId> old_of, new_of, node_of;
   std::vector<lower::TaskId> new_task;
   std::vector<double> bound;
+  std::vector<double> left;  // per resource (surely_above)
   std::vector<bool> done;
   std::vector<lower::TaskId> fresh;
   Prefix prefix;
@@ -102,12 +103,21 @@ void DeltaSimulator::simulate_all() {
 }
 
 Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
+  CLEAVE_TRY(auto p,
+             apply_unless_above(op, std::move(config), std::numeric_limits<double>::infinity()));
+  return *p;
+}
+
+Expected<Prediction const*> DeltaSimulator::apply_unless_above(ir::OpId op, plan::OpConfig config,
+                                                               double step_above) {
+  CLEAVE_ASSERT(!(kept_.valid && kept_.gave_up), "an apply that gave up is undone before another");
   remember(lowering_.program(), scratch_->old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
   // For undo(): copied into the buffers kept from the last apply (their allocations reused), since
   // the steps below update these in place; the costs, run and prediction are replaced whole and
   // kept by moving them (rerun_from).
   kept_.valid = true;
+  kept_.gave_up = false;
   kept_.timings = timings_;
   kept_.index = index_;
   kept_.work = work_;
@@ -116,8 +126,8 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
   update_index();
   auto costs = reprice_collectives();
   double at = restart_time();
-  rerun_from(at, std::move(costs));
-  return prediction_;
+  if (!rerun_from(at, std::move(costs), step_above)) return nullptr;
+  return &prediction_;
 }
 
 // Per task its node, and the nodes that are what they were (same content, same dependencies),
@@ -306,8 +316,43 @@ TaskSpan DeltaSimulator::old_span(NodeId v) const {
   return v < old.tasks ? spans[v] : spans[old.first_member[v - old.tasks]];
 }
 
-// Replays the old run's nodes that became ready before `at`, then runs the loop on from there.
-void DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> costs) {
+// Whether the new run's step is sure to exceed `step_above` before the loop is built: the bound
+// the loop checks once it has restored checkpoint `from` (none: the start), per resource its free
+// time there plus the durations of the nodes it runs after it, which are the old run's total
+// (its busy time) less the checkpoint's, less the gone nodes' and plus the new nodes' durations.
+bool DeltaSimulator::surely_above(Checkpoint const* from, double step_above) const {
+  if (!(step_above < std::numeric_limits<double>::infinity())) return false;
+  Scratch& s = *scratch_;
+  OldProgram const& old = s.old;
+  auto const& p = lowering_.program();
+  std::size_t n = p.tasks.size();
+  auto& left = s.left;
+  left = prediction_.sim.busy_seconds;
+  auto add = [&](TaskTiming const& t, double sign) {
+    for (auto r : t.resources)
+      left[r] += sign * t.seconds;
+  };
+  for (NodeId v = 0; v < s.new_of.size(); ++v) {
+    bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
+    if (is_node && s.new_of[v] == no_node)
+      add(v < old.tasks ? kept_.timings.tasks[v] : kept_.timings.collectives[v - old.tasks], -1);
+  }
+  for (auto i : s.fresh) {
+    NodeId u = s.node_of[i];
+    add(u < n ? timings_.tasks[u] : timings_.collectives[u - n], 1);
+  }
+  for (std::size_t r = 0; r < left.size(); ++r) {
+    double at = from ? from->free_at[r] - from->busy[r] : 0;
+    if (at + left[r] > step_above) return true;
+  }
+  return false;
+}
+
+// Replays the old run's nodes that became ready before `at`, then runs the loop on from there;
+// returns false, the old run and prediction left as they are, when the loop gave up above
+// `step_above`.
+bool DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> costs,
+                                double step_above) {
   Scratch& s = *scratch_;
   auto const& p = lowering_.program();
   Prefix& prefix = s.prefix;
@@ -321,26 +366,41 @@ void DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> cos
     prefix.ready.push_back(run_.ready[v]);
     prefix.spans.push_back(old_span(v));
   }
-  prefix.checkpoints = run_.checkpoints;
   work_.nodes_replayed = prefix.taken.size();
-  kept_.run = std::exchange(run_, run_event_loop(p, timings_, resources_, prefix, &index_.deps));
-  work_.nodes = run_.order.size();
+  Checkpoint const* from = nullptr;
+  for (auto const& c : run_.checkpoints)
+    if (c.pops <= prefix.taken.size()) from = &c;
+  if (surely_above(from, step_above)) {
+    kept_.gave_up = true;
+    work_.nodes = 0;
+    return false;
+  }
+  prefix.checkpoints = run_.checkpoints;
+  auto run = run_event_loop(p, timings_, resources_, prefix, &index_.deps, step_above);
+  work_.nodes = run.order.size();
+  if (run.stopped) {
+    kept_.gave_up = true;
+    return false;
+  }
+  kept_.run = std::exchange(run_, std::move(run));
   kept_.costs = std::exchange(costs_, std::move(costs));
   kept_.prediction =
       std::exchange(prediction_, summarize(*graph_, p, *cost_, costs_, timings_,
                                            std::move(run_.result), samples_, &index_));
+  return true;
 }
 
 void DeltaSimulator::undo() {
   CLEAVE_ASSERT(kept_.valid, "undo without an apply to undo");
   kept_.valid = false;
   lowering_.undo();
-  std::swap(costs_, kept_.costs);
   std::swap(timings_, kept_.timings);
   std::swap(index_, kept_.index);
+  std::swap(work_, kept_.work);
+  if (kept_.gave_up) return;
+  std::swap(costs_, kept_.costs);
   std::swap(run_, kept_.run);
   std::swap(prediction_, kept_.prediction);
-  std::swap(work_, kept_.work);
 }
 
 }  // namespace cleave::sim

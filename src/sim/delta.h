@@ -24,9 +24,20 @@ class DeltaSimulator {
   // configuration) nothing changes.
   Expected<Prediction> apply(ir::OpId op, plan::OpConfig config);
 
+  // As apply(), but gives up once the new step time is sure to exceed `step_above`
+  // (run_event_loop's stop_above: a lower bound from the part of the run done passes it), and
+  // returns the prediction kept here rather than a copy: nullptr when it gave up, and then undo()
+  // must come before anything else (the new prediction is not known). The bound is summed in
+  // floating point, so a step within rounding of `step_above` may give up: callers leave a margin
+  // (MCMC prices proposals so, `step_above` being its acceptance test's sure rejection, raised by
+  // a relative 1e-9).
+  Expected<Prediction const*> apply_unless_above(ir::OpId op, plan::OpConfig config,
+                                                 double step_above);
+
   // Restores the state before the last apply() without simulating again: the lowering swaps its
   // replaced parts back and reassembles, the timings, task index, run and prediction come back
-  // from the copies apply() kept. Once per apply(); undoing twice, or before any, is a bug.
+  // from the copies apply() kept (after an apply that gave up, the run and prediction are still
+  // the old ones). Once per apply(); undoing twice, or before any, is a bug.
   void undo();
 
   Prediction const& prediction() const { return prediction_; }
@@ -60,7 +71,8 @@ class DeltaSimulator {
   std::vector<cost::CollectiveCost> reprice_collectives();
   double restart_time();
   TaskSpan old_span(NodeId v) const;
-  void rerun_from(double at, std::vector<cost::CollectiveCost> costs);
+  bool surely_above(Checkpoint const* from, double step_above) const;
+  bool rerun_from(double at, std::vector<cost::CollectiveCost> costs, double step_above);
 
   ir::Graph const* graph_;
   lower::Lowering lowering_;
@@ -77,6 +89,7 @@ class DeltaSimulator {
   // The state before the last apply(), for undo().
   struct Kept {
     bool valid = false;
+    bool gave_up = false;  // the last apply stopped its run: run_ and prediction_ are the old ones
     std::vector<cost::CollectiveCost> costs;
     Timings timings;
     TaskIndex index;

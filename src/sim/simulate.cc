@@ -1,6 +1,7 @@
 #include "sim/simulate.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <span>
 
@@ -15,9 +16,9 @@ class Loop {
   // simulation). Each holds every resource's state, so all of them together grow with devices
   // squared (issue 21): a plain simulation does without.
   Loop(lower::Program const& program, Timings const& timings,
-       std::vector<Resource> const& resources, bool checkpoints)
+       std::vector<Resource> const& resources, bool checkpoints, double stop_above)
       : program_(program), n_(program.tasks.size()), nodes_(n_ + program.collectives.size()),
-        checkpoints_(checkpoints) {
+        checkpoints_(checkpoints), stop_above_(stop_above) {
     // From the collectives' member lists: far less to read than every task.
     node_of_.resize(n_);
     for (lower::TaskId t = 0; t < n_; ++t)
@@ -34,12 +35,15 @@ class Loop {
     first_resource_.assign(nodes_ + 1, 0);
     resources_.reserve(2 * nodes_);
     key_.resize(nodes_);
+    total_.assign(resources.size(), 0.0);
     for (NodeId v = 0; v < nodes_; ++v) {
       if (is_node(v)) {
         TaskTiming const& t = v < n_ ? timings.tasks[v] : timings.collectives[v - n_];
         seconds_[v] = t.seconds;
-        for (auto res : t.resources)
+        for (auto res : t.resources) {
           resources_.push_back(res);
+          total_[res] += t.seconds;
+        }
         key_[v] = key_of(v);
       }
       first_resource_[v + 1] = static_cast<std::uint32_t>(resources_.size());
@@ -55,6 +59,9 @@ class Loop {
     run_.result.spans.resize(n_);
     node_end_.assign(nodes_, 0.0);
     restore(prefix, taken);
+    for (ResourceId r = 0; r < free_at_.size(); ++r)
+      check_bound(r);
+    if (run_.stopped) return std::move(run_);
 
     // Edges between nodes; a collective's members' dependencies on each other are inside it.
     // The tasks' dependency lists are read once (after a delta's restart most of the loop's time
@@ -102,7 +109,7 @@ class Loop {
     std::priority_queue<Entry, std::vector<Entry>, decltype(later)> ready(later);
     for (NodeId v = 0; v < nodes_; ++v)
       if (!taken[v] && is_node(v) && waiting[v] == 0) ready.emplace(run_.ready[v], v);
-    while (!ready.empty()) {
+    while (!ready.empty() && !run_.stopped) {
       auto [at, v] = ready.top();
       ready.pop();
       take(v, at, start_of(v, at));
@@ -112,7 +119,7 @@ class Loop {
         if (--waiting[u] == 0) ready.emplace(run_.ready[u], u);
       }
     }
-    finish(resources);
+    if (!run_.stopped) finish(resources);
     return std::move(run_);
   }
 
@@ -173,6 +180,12 @@ class Loop {
         {pops, free_at_, run_.result.busy_seconds, run_.result.step_seconds});
   }
 
+  // Stops the run once resource r's bound on the step time exceeds stop_above_: it is free from
+  // free_at_ on and has total_ - busy seconds of nodes left to run, one at a time.
+  void check_bound(ResourceId r) {
+    if (free_at_[r] + (total_[r] - run_.result.busy_seconds[r]) > stop_above_) run_.stopped = true;
+  }
+
   // Takes node v, ready at `at`, from `start`: it holds its resources until it ends.
   void take(NodeId v, double at, double start) {
     checkpoint();
@@ -181,10 +194,12 @@ class Loop {
     for (auto res : resources(v)) {
       free_at_[res] = end;
       run_.result.busy_seconds[res] += seconds;
+      check_bound(res);
     }
     run_.ready[v] = at;
     node_end_[v] = end;
     run_.result.step_seconds = std::max(run_.result.step_seconds, end);
+    if (end > stop_above_) run_.stopped = true;
     run_.order.push_back(v);
     if (v < n_) {
       run_.result.spans[v] = {start, end};
@@ -247,12 +262,14 @@ class Loop {
   std::size_t n_;
   std::size_t nodes_;
   bool checkpoints_;
+  double stop_above_;
   std::vector<NodeId> node_of_;                // per task: its node (itself, or its collective's)
   std::vector<double> seconds_;                // per node
   std::vector<std::uint64_t> key_;             // per node, key_of
   std::vector<std::uint32_t> first_resource_;  // per node, into resources_
   std::vector<ResourceId> resources_;
   std::vector<double> free_at_;
+  std::vector<double> total_;  // per resource: the durations of all its nodes
   std::vector<double> node_end_;
   Run run_;
 };
@@ -261,15 +278,17 @@ class Loop {
 
 Run run_event_loop(lower::Program const& program, Timings const& timings,
                    std::vector<Resource> const& resources, Prefix const& prefix,
-                   Dependencies const* deps) {
+                   Dependencies const* deps, double stop_above) {
   CLEAVE_ASSERT(!deps || deps->first.size() == program.tasks.size() + 1,
                 "one dependency range per task");
-  return Loop(program, timings, resources, /*checkpoints=*/true).run(prefix, deps, resources);
+  return Loop(program, timings, resources, /*checkpoints=*/true, stop_above)
+      .run(prefix, deps, resources);
 }
 
 SimResult simulate(lower::Program const& program, Timings const& timings,
                    std::vector<Resource> const& resources) {
-  return Loop(program, timings, resources, /*checkpoints=*/false)
+  return Loop(program, timings, resources, /*checkpoints=*/false,
+              std::numeric_limits<double>::infinity())
       .run({}, nullptr, resources)
       .result;
 }

@@ -13,6 +13,7 @@
 // order simulates bit for bit the same (delta simulation relies on it).
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct Run {
   std::vector<double> ready;            // per node: when it became ready
   std::vector<Checkpoint> checkpoints;  // every checkpoint_every pops, from the first
   static constexpr std::size_t checkpoint_every = 256;
+  // The loop gave up (run_event_loop's stop_above): the step time is sure to exceed that bound,
+  // and the rest of the run is incomplete.
+  bool stopped = false;
 };
 
 // Nodes taken, in this order, exactly as a previous run took them (same ready times and spans),
@@ -96,8 +100,15 @@ struct Dependencies {
 };
 
 // With `deps`, the loop reads the tasks' dependencies there (they must be the program's).
+// With a finite `stop_above`, the loop stops (Run::stopped) as soon as a lower bound on the step
+// time exceeds it: a node's end, or per resource, when it is next free plus the durations of the
+// nodes still to take on it (a resource runs one node at a time, and is free no earlier than it
+// is now). A run whose step exceeds `stop_above` always stops, at the latest at its end. MCMC
+// rejects a proposal that is sure to be slower than its acceptance test allows without finishing
+// the run (search/flexflow).
 Run run_event_loop(lower::Program const& program, Timings const& timings,
                    std::vector<Resource> const& resources, Prefix const& prefix = {},
-                   Dependencies const* deps = nullptr);
+                   Dependencies const* deps = nullptr,
+                   double stop_above = std::numeric_limits<double>::infinity());
 
 }  // namespace cleave::sim

@@ -126,19 +126,59 @@ std::vector<Interval> slot_ranges(BoundOp const& op, Box const& iter_box) {
 
 namespace {
 
-// Number of distinct evaluations of a node whose value depends on the slots in `deps`; nothing
-// where it does not fit in int64.
-std::optional<std::int64_t> evaluations(std::uint64_t deps, std::span<Interval const> ranges) {
+std::uint64_t bit(int slot) {
+  return std::uint64_t{1} << slot;
+}
+
+// Number of distinct evaluations of a node whose value depends on the slots in `deps`, the slots
+// in `selected` counting once (a selector fixes them, below); nothing where it does not fit in
+// int64.
+std::optional<std::int64_t> evaluations(std::uint64_t deps, std::span<Interval const> ranges,
+                                        std::uint64_t selected = 0) {
   std::optional<std::int64_t> n = 1;
   for (std::size_t s = 0; s < ranges.size() && n; ++s)
-    if (deps & (std::uint64_t{1} << s)) n = checked_mul(*n, ranges[s].size());
+    if ((deps & ~selected) & bit(static_cast<int>(s))) n = checked_mul(*n, ranges[s].size());
   return n;
+}
+
+// Whether the value reads an integer input (a lookup: token ids, labels).
+bool reads_integer(BoundExpr const& e, BoundOp const& op) {
+  if (e.kind == BoundExpr::Kind::access &&
+      !ir::is_floating(op.inputs()[static_cast<std::size_t>(e.input)].type.dtype))
+    return true;
+  return std::any_of(e.args.begin(), e.args.end(),
+                     [&](BoundExpr const& a) { return reads_integer(a, op); });
+}
+
+// The slots a product selects: a factor `I[..] == v` (or `v == I[..]`), I an integer input read
+// without v, is nonzero for at most one value of v per evaluation of the rest, so the product (and
+// a reduction folding it) is work only there: a scatter written as a one-hot contraction
+// (embedding_grad's `sum(s) (I[s] == v) * dY[s,h]`) costs the scatter-add's positions x width,
+// not vocabulary x positions x width. Only products select: `(c == T[b])` elsewhere (added,
+// subtracted) is a value at every c.
+std::uint64_t selected_slots(BoundExpr const& e, BoundOp const& op) {
+  if (e.kind != BoundExpr::Kind::binary) return 0;
+  if (e.op == "*") return selected_slots(e.args[0], op) | selected_slots(e.args[1], op);
+  if (e.op != "==") return 0;
+  for (int side = 0; side < 2; ++side) {
+    auto const& v = e.args[static_cast<std::size_t>(side)];
+    auto const& lookup = e.args[static_cast<std::size_t>(1 - side)];
+    if (v.kind == BoundExpr::Kind::var && !(lookup.deps & bit(v.slot)) && reads_integer(lookup, op))
+      return bit(v.slot);
+  }
+  return 0;
+}
+
+std::uint64_t product_selection(BoundExpr const& e, BoundOp const& op) {
+  return e.kind == BoundExpr::Kind::binary && e.op == "*" ? selected_slots(e, op) : 0;
 }
 
 // FLOPs: every arithmetic node costs one per distinct evaluation (a value that does not depend
 // on a variable is computed once, not once per value of that variable), and a reduction costs one
-// combine per element it folds. Nothing where the count does not fit in int64.
-std::optional<std::int64_t> count_flops(BoundExpr const& e, std::span<Interval const> ranges) {
+// combine per element it folds; inside a selecting product, and in a reduction of one, the
+// selected slots count once. Nothing where the count does not fit in int64.
+std::optional<std::int64_t> count_flops(BoundExpr const& e, BoundOp const& op,
+                                        std::span<Interval const> ranges, std::uint64_t selected) {
   std::optional<std::int64_t> own = 0;
   switch (e.kind) {
   case BoundExpr::Kind::constant:
@@ -146,23 +186,66 @@ std::optional<std::int64_t> count_flops(BoundExpr const& e, std::span<Interval c
   case BoundExpr::Kind::access:
     break;
   case BoundExpr::Kind::neg:
-  case BoundExpr::Kind::binary:
   case BoundExpr::Kind::call:
-    own = evaluations(e.deps, ranges);
+    own = evaluations(e.deps, ranges, selected);
+    break;
+  case BoundExpr::Kind::binary:
+    selected |= product_selection(e, op);
+    own = evaluations(e.deps, ranges, selected);
     break;
   case BoundExpr::Kind::reduce: {
     std::uint64_t folded = e.deps;
     for (int s : e.slots)
-      folded |= std::uint64_t{1} << s;
-    own = evaluations(folded, ranges);
+      folded |= bit(s);
+    own = evaluations(folded, ranges, selected | product_selection(e.args[0], op));
     break;
   }
   }
   for (auto const& a : e.args) {
-    auto sub = own ? count_flops(a, ranges) : std::nullopt;
+    auto sub = own ? count_flops(a, op, ranges, selected) : std::nullopt;
     own = sub ? checked_add(*own, *sub) : std::nullopt;
   }
   return own;
+}
+
+// The slots an index depends on.
+std::uint64_t index_slots(BoundIndex const& index) {
+  std::uint64_t slots = 0;
+  for (auto [slot, coef] : index.var_terms)
+    slots |= bit(slot);
+  for (auto const& child : index.children)
+    slots |= index_slots(child);
+  return slots;
+}
+
+bool has_gather(BoundIndex const& index) {
+  return index.kind == BoundIndex::Kind::gather ||
+         std::any_of(index.children.begin(), index.children.end(), has_gather);
+}
+
+// Elements a piece reads of an input that it reads only through gathers (`W[I[s],h]`): its
+// region spans each gathered dimension whole (which rows depend on data), but each access reads
+// at most one element per distinct evaluation of its indices (a row per position for an
+// embedding); nothing where the input has an access without a gather, whose region is what it
+// reads.
+std::optional<std::int64_t>
+gathered_elements(std::vector<std::vector<BoundIndex> const*> const& reads,
+                  std::span<Interval const> ranges) {
+  std::int64_t total = 0;
+  for (auto const* access : reads) {
+    std::uint64_t slots = 0;
+    bool gathers = false;
+    for (auto const& index : *access) {
+      slots |= index_slots(index);
+      gathers = gathers || has_gather(index);
+    }
+    if (!gathers) return std::nullopt;
+    auto n = evaluations(slots, ranges);
+    auto sum = n ? checked_add(total, *n) : std::nullopt;
+    if (!sum) return std::nullopt;
+    total = *sum;
+  }
+  return total;
 }
 
 // Volume of a box, or nothing where it does not fit in int64.
@@ -240,7 +323,11 @@ Expected<PieceInfo> analyze_piece(BoundOp const& op, Box const& iter_box) {
         region.pad_lo[d] = std::max<std::int64_t>(0, -hull[d].lo);
         region.pad_hi[d] = std::max<std::int64_t>(0, hull[d].hi - shape[d]);
       }
-      auto bytes = checked_bytes(region.box, op.inputs()[i].type.dtype);
+      auto elements = checked_volume(region.box);
+      if (auto gathered = gathered_elements(op.accesses()[i], ranges); gathered && elements)
+        elements = std::min(*elements, *gathered);
+      auto bytes = elements ? checked_mul(*elements, ir::dtype_bytes(op.inputs()[i].type.dtype))
+                            : std::nullopt;
       read = read && bytes ? checked_add(*read, *bytes) : std::nullopt;
     }
     info.inputs.push_back(std::move(region));
@@ -267,9 +354,15 @@ Expected<PieceInfo> analyze_piece(BoundOp const& op, Box const& iter_box) {
 
   std::optional<std::int64_t> flops = 0;
   if (!op.opaque()) {
-    flops = count_flops(op.body(), ranges);
-    if (flops && op.reducer() != Reducer::none)
-      flops = checked_add(*flops, *points);  // top-level combines
+    flops = count_flops(op.body(), op, ranges, 0);
+    if (flops && op.reducer() != Reducer::none) {
+      // Top-level combines: one per point, the body's selected slots counting once.
+      std::uint64_t space = 0;
+      for (std::size_t d = 0; d < dims.size(); ++d)
+        space |= bit(static_cast<int>(d));
+      auto combines = evaluations(space, ranges, product_selection(op.body(), op));
+      flops = combines ? checked_add(*flops, *combines) : std::nullopt;
+    }
   }
   if (!flops) return too_large(op, iter_box, "FLOPs");
   auto written = checked_bytes(info.output, op.output_type().dtype);

@@ -234,7 +234,7 @@ TEST(Cli, ClustersListShowAndExport) {
       EXPECT_FALSE(k["default"].get<std::string>().empty()) << p["name"] << " " << k["name"];
   }
   EXPECT_EQ(names, (std::vector<std::string>{"k80x8", "v100x1", "p100-4x4", "k80-16x4", "dgx2",
-                                             "dgx-a100", "h100-2x8", "cpu"}));
+                                             "dgx-a100", "dgx-a100-40gb", "h100-2x8", "cpu"}));
   Outcome text = cleave("clusters");
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("p2p = 21GB/s"), std::string::npos) << text.out;

@@ -40,6 +40,7 @@ TEST(Presets, EachBuildsWithItsPapersFigures) {
       {"k80-16x4", 64, 16, 12 * gib, 4.37e12, std::nullopt},
       {"dgx2", 16, 1, 32 * gib, 15.7e12, std::nullopt},
       {"dgx-a100", 8, 1, 80 * gib, 19.5e12, 312e12},
+      {"dgx-a100-40gb", 8, 1, 40 * gib, 19.5e12, 312e12},
       {"h100-2x8", 16, 2, 80 * gib, 67e12, 989e12},
       {"cpu", 2, 1, 4 * gib, 50e9, std::nullopt},
   };
@@ -65,6 +66,16 @@ TEST(Presets, EachBuildsWithItsPapersFigures) {
     EXPECT_EQ(c.name().rfind(e.name, 0), 0u) << c.name();
     EXPECT_FALSE(registry.find(e.name)->sources.empty());
   }
+}
+
+// The 40 GB part is its own device kind (a profile of one does not price the other) with its
+// slower HBM.
+TEST(Presets, TheA100sTwoPartsDifferInKindAndBandwidth) {
+  Cluster big = preset("dgx-a100"), small = preset("dgx-a100-40gb");
+  EXPECT_EQ(big.devices()[0].kind, "A100-SXM4-80GB");
+  EXPECT_EQ(small.devices()[0].kind, "A100-SXM4-40GB");
+  EXPECT_EQ(big.devices()[0].memory_bandwidth.value(), 2039e9);
+  EXPECT_EQ(small.devices()[0].memory_bandwidth.value(), 1555e9);
 }
 
 TEST(Presets, NvswitchNodeRoutesThroughTheSwitch) {

@@ -1,6 +1,6 @@
-// The GPU compute model (cost/gpu_compute.h): tiles and waves, TF32, the fused parts of batch norm
-// and of element-wise chains (which no profile entry prices), and that CPU cores keep the plain
-// roofline.
+// The GPU compute model (cost/gpu_compute.h): tiles and waves, TF32, operand alignment, the fused
+// parts of batch norm and of element-wise chains (which no profile entry prices), and that CPU
+// cores keep the plain roofline.
 #include <algorithm>
 #include <gtest/gtest.h>
 
@@ -26,7 +26,7 @@ TEST(GpuCompute, WavesOfTilesQuantiseTheEfficiency) {
 
 TEST(GpuCompute, ParametersPerKindWithSources) {
   for (auto kind : {"K80-GK210-12GB", "P100-SXM2-16GB", "V100-SXM2-16GB", "V100-SXM3-32GB",
-                    "A100-SXM4-80GB", "H100-SXM5-80GB"}) {
+                    "A100-SXM4-80GB", "A100-SXM4-40GB", "H100-SXM5-80GB"}) {
     auto const* g = gpu_compute(kind);
     ASSERT_NE(g, nullptr) << kind;
     EXPECT_GT(g->sms, 0);
@@ -122,6 +122,59 @@ TEST(GpuCompute, FusedPartsOfBatchNormAndElementWiseChains) {
                    1.0);  // not element-wise
 }
 
+// The logits of a language model whose vocabulary is not a multiple of 8 (GPT-2's 50257, BERT's
+// 30522) have rows of an odd number of 16-byte vectors' worth of elements: tensor-core GEMMs run
+// cuBLAS's narrow-load kernels, CUDA cores' do not care.
+TEST(GpuCompute, UnalignedRowsCostTensorCoreGemmsTheirLoadWidth) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto logits = [&](std::int64_t vocab, char const* dtype) {
+    auto g = models::ModelZoo::with_builtins().build(
+        "gpt:layers=1,hidden=64,heads=2,seq=8,batch=2,vocab=" + std::to_string(vocab) +
+            ",dtype=" + dtype,
+        *registry);
+    EXPECT_TRUE(g.has_value());
+    for (auto const& op : g->ops())
+      if (op.type == "linear" && g->tensor(op.outputs[0]).type.shape.back() == vocab)
+        return std::pair{std::move(*g), op.id};
+    ADD_FAILURE() << "no logits";
+    return std::pair{std::move(*g), ir::OpId{}};
+  };
+  auto [bf16, bf16_op] = logits(50257, "bf16");
+  EXPECT_DOUBLE_EQ(alignment_efficiency(bf16, bf16_op), 2.0 / 16);  // align1: 2-byte loads
+  auto [fp32, fp32_op] = logits(50257, "fp32");
+  EXPECT_DOUBLE_EQ(alignment_efficiency(fp32, fp32_op), 4.0 / 16);
+  auto [bert, bert_op] = logits(30522, "bf16");
+  EXPECT_DOUBLE_EQ(alignment_efficiency(bert, bert_op), 4.0 / 16);
+  auto [padded, padded_op] = logits(50304, "bf16");  // nanoGPT's padding to a multiple of 64
+  EXPECT_DOUBLE_EQ(alignment_efficiency(padded, padded_op), 1.0);
+
+  // Priced: a compute-bound piece of the bf16 logits takes 8x its aligned time on an H100; an
+  // fp32 one on a V100's CUDA cores takes its aligned time.
+  auto time = [&](char const* cluster_spec, ir::Graph const& g, ir::OpId op, ir::DType dtype,
+                  bool with_graph) {
+    auto cluster = cluster::load_cluster(cluster_spec);
+    EXPECT_TRUE(cluster.has_value());
+    CostModel model(*cluster);
+    tdl::Box box{{0, 4096}};
+    ComputeRequest r{"linear",
+                     nullptr,
+                     dtype,
+                     box,
+                     Flops(std::int64_t{1} << 40),
+                     Bytes(1024),
+                     cluster::DeviceId(0)};
+    if (with_graph) {
+      r.graph = &g;
+      r.op = op;
+    }
+    return model.compute(r).time.value() - gpu_compute(cluster->devices()[0].kind)->launch_s;
+  };
+  EXPECT_NEAR(time("h100-2x8:nodes=1", bf16, bf16_op, ir::DType::bf16, true),
+              8 * time("h100-2x8:nodes=1", bf16, bf16_op, ir::DType::bf16, false), 1e-9);
+  EXPECT_NEAR(time("v100x1", fp32, fp32_op, ir::DType::fp32, true),
+              time("v100x1", fp32, fp32_op, ir::DType::fp32, false), 1e-12);
+}
+
 // A profile times each piece as a kernel of its own (bench/gpu_pieces_torch.py); an op that the
 // GPU model runs inside another's kernel launches none, so its entry must not price it.
 TEST(GpuCompute, AFusedOpIgnoresItsProfileEntry) {
@@ -154,6 +207,10 @@ TEST(GpuCompute, AFusedOpIgnoresItsProfileEntry) {
     EXPECT_EQ(fused, type == "bn_var");
     EXPECT_EQ(profiled.compute(r).measured, !fused) << type;
     EXPECT_EQ(profiled.compute(r).time, fused ? Seconds(0) : Seconds(1)) << type;
+    // Priced alone (as a timing script runs it, --list-pieces), a fused op is a kernel too.
+    ComputeRequest alone = r;
+    alone.alone = true;
+    EXPECT_GT(CostModel(*cluster).compute(alone).time.value(), 0) << type;
   }
 }
 

@@ -216,6 +216,14 @@ TEST(ImportErrors, FuzzRegressions) {
   std::map<std::string, std::string> const outcomes = {
       // A Constant's raw_data shorter than its shape: libonnx's data propagation read past it.
       {"data_prop_short_raw_data.bin", "bytes but its shape and type need"},
+      // libonnx's conv/pool shape inference divided by a zero stride (SIGFPE).
+      {"conv_zero_stride.bin", "every value of strides must be at least 1, found 0"},
+      {"maxpool_zero_stride.bin", "MaxPool node '': every value of strides must be at least 1"},
+      // A Conv without kernel_shape whose W has hundreds of dims: libonnx read past its vectors.
+      // With kernel_shape written out from W, libonnx compares it with X's rank.
+      {"conv_weight_rank_without_kernel_shape.bin", "Attribute kernel_shape has incorrect size"},
+      // A folded Gather's index of 3.8e255 was cast to int64 (undefined behaviour).
+      {"gather_index_beyond_int64.bin", "Gather node '' on constants: index out of range"},
   };
   auto r = registry();
   for (bool opaque : {false, true}) {

@@ -69,7 +69,10 @@ TEST(PlanJson, IntegersOutsideTheirFieldsRangeAreErrors) {
         {"\"devices\":1,", "\"devices\":4294967296,", "found 4294967296"},
         {"\"seed\":0", "\"seed\":-1", "[0, 18446744073709551615], found -1"},
         {"\"degrees\":[", "\"degrees\":[0.5,", "found 0.5"},
-        {"\"degrees\":[", "\"degrees\":7,\"x\":[", "expected an array of integers, found 7"}}) {
+        {"\"degrees\":[", "\"degrees\":7,\"x\":[", "expected an array of integers, found 7"},
+        // Found by plan_json_fuzz: the search course's counts were read unchecked.
+        {"\"seed\":0", "\"seed\":0,\"course\":{\"iterations\":1e300,\"accepted\":0,\"best\":[]}",
+         "found 1e+300"}}) {
     auto p = with(from, to);
     ASSERT_FALSE(p.has_value()) << to;
     EXPECT_NE(p.error().message().find(message), std::string::npos) << p.error().message();

@@ -260,6 +260,19 @@ TEST_F(SequenceModels, TransformersTieTheLogitsToTheTokenEmbedding) {
   EXPECT_EQ(count_ops(bert_g, "layer_norm"), 1 + 2 * 2 + 1);
 }
 
+// BERT's pre-training dropouts (embeddings, attention probabilities, attention and feed-forward
+// outputs), each a dropout op with its mask input; none at the default 0.
+TEST_F(SequenceModels, BertDropoutWhereBertHasIt) {
+  auto plain = build("bert:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2");
+  EXPECT_EQ(count_ops(plain, "dropout"), 0);
+  auto g = build("bert:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2,dropout=0.1");
+  EXPECT_EQ(count_ops(g, "dropout"), 1 + 3 * 2);
+  auto mask = g.find_tensor("layer1.attn.probs_dropout.mask");
+  ASSERT_TRUE(mask.has_value());
+  EXPECT_EQ(g.tensor(*mask).type.shape, (ir::Shape{2, 2, 4, 4}));  // [batch, heads, seq, seq]
+  EXPECT_EQ(parameters(g), parameters(plain));
+}
+
 TEST_F(SequenceModels, BadValuesSayWhatIsAccepted) {
   struct Bad {
     char const* spec;
@@ -276,6 +289,8 @@ TEST_F(SequenceModels, BadValuesSayWhatIsAccepted) {
       {"nmt:steps=0", "steps=0 is below the smallest accepted value 1"},
       {"gpt:layers=-2", "layers=-2 is below the smallest accepted value 1"},
       {"bert:vocab=1", "vocab=1 is below the smallest accepted value 2"},
+      {"bert:dropout=1", "dropout=1.000000 must be in [0, 1)"},
+      {"bert:dropout=x", "dropout=x is not a number"},
       {"rnn:classes=1", "classes=1 is below the smallest accepted value 2"},
       {"nmt:heads=4", "model 'nmt' has no key 'heads'; accepted keys:"},
       {"crn:chars=5", "chars=5 is below the smallest accepted value 7"},

@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <gtest/gtest.h>
 
 #include "ir/graph_builder.h"
@@ -175,6 +176,10 @@ TEST_F(Registry, ShapeErrorsSayWhatDisagrees) {
       << mixed.message();
   auto rs = error_of("reshape", {f32({2, 3})}, {{"shape", Ints{4, 2}}});
   EXPECT_NE(rs.message().find("has 6 elements, shape 4x2 has 8"), std::string::npos);
+  // Found by graph_json_fuzz: a shape attribute whose product overflows int64.
+  auto huge = error_of("reshape", {f32({2, 3})},
+                       {{"shape", Ints{std::numeric_limits<std::int64_t>::max(), 2}}});
+  EXPECT_NE(huge.message().find("has too many elements"), std::string::npos) << huge.message();
 }
 
 TEST_F(Registry, AttributeErrors) {

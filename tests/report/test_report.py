@@ -199,6 +199,13 @@ class Report(unittest.TestCase):
         done = cleave("report", self.plan, "--run", counter, "-o", out, ok=False)
         self.assertIn("a memory counter without", done.stderr)
         self.assertFalse(os.path.exists(out))
+        # A pid past int's range was narrowed to a device that exists (2^32 became 0).
+        with open(counter, "w", encoding="utf-8") as f:
+            json.dump({"traceEvents": [{"ph": "C", "pid": 2**32, "ts": 0, "name": "memory",
+                                        "args": {"bytes": 1}}]}, f)
+        done = cleave("report", self.plan, "--run", counter, "-o", out, ok=False)
+        self.assertIn("a memory counter of device 4294967296: the plan has 2 devices", done.stderr)
+        self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":

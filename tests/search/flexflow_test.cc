@@ -91,6 +91,12 @@ TEST(FlexFlow, SameSeedSamePlanWithDeltaOrFullSimulation) {
     EXPECT_EQ(a->ops[o].devices, full->ops[o].devices) << o;
   }
   EXPECT_EQ(a->provenance.course->accepted, full->provenance.course->accepted);
+  // The delta simulator stopped pricing some proposals once they were sure to be rejected (the
+  // uniform is drawn before pricing), and the walk is still full simulation's.
+  auto at = a->provenance.config.find("rejected_unfinished=");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::stoi(a->provenance.config.substr(at + 20)), 0);
+  EXPECT_NE(full->provenance.config.find("rejected_unfinished=0 "), std::string::npos);
 }
 
 TEST(FlexFlow, OneIterationLeavesAValidPlanAndTheCourseRoundTrips) {

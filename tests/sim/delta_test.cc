@@ -71,7 +71,7 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
   auto cluster = *cluster::load_cluster("p100-4x4:nodes=2");  // 8 GPUs, NVLink, PCIe, IB
   cost::CostModel cost(cluster);
   Rng rng(std::hash<std::string>{}(GetParam()) + 1);
-  std::size_t replayed = 0, taken = 0;
+  std::size_t replayed = 0, taken = 0, gave_up = 0;
   for (int trial = 0; trial < 12; ++trial) {
     int devices = 2 + trial % 7;
     auto plan = lower::testing::random_plan(g, *registry, devices, rng);
@@ -80,6 +80,23 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
     for (int change = 0; change < 15; ++change) {
       ir::OpId op(static_cast<std::uint32_t>(rng() % g.num_ops()));
       auto config = lower::testing::random_config(g, *registry, op, devices, rng);
+      // Every other change is first priced only up to half the current step (as MCMC rejects):
+      // a step above it always gives up, one that finishes is under it, and undo restores the
+      // state before either way.
+      if (change % 2 == 0) {
+        Prediction now = delta->prediction();
+        auto capped = delta->apply_unless_above(op, config, now.step_time_s / 2);
+        ASSERT_TRUE(capped.has_value()) << capped.error().to_string();
+        if (*capped) EXPECT_LE((*capped)->step_time_s, now.step_time_s / 2);
+        gave_up += *capped ? 0 : 1;
+        delta->undo();
+        expect_identical(delta->prediction(), now, "capped and undone");
+        auto same =
+            delta->apply_unless_above(op, plan.ops[op.value()], now.step_time_s * (1 + 1e-9));
+        ASSERT_TRUE(same.has_value() && *same) << "the op's own configuration finishes at its step";
+        EXPECT_EQ((*same)->step_time_s, now.step_time_s);
+        delta->undo();
+      }
       auto got = delta->apply(op, config);
       ASSERT_TRUE(got.has_value()) << got.error().to_string();
       auto before = std::exchange(plan.ops[op.value()], config);
@@ -91,6 +108,7 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
       Prediction full = predict(g, *program, cost, 4);
       expect_identical(*got, full, where);
       if (::testing::Test::HasFatalFailure()) return;
+
       // Every third change is undone (an MCMC rejection); the changes after it start from there.
       if (change % 3 == 2) {
         delta->undo();
@@ -106,6 +124,7 @@ TEST_P(Delta, EqualsFullSimulationAfterEveryChangeAndUndo) {
       taken += delta->last_work().nodes;
     }
   }
+  EXPECT_GT(gave_up, 0u);
   EXPECT_GT(replayed, 0u);  // the restart point is not always the start
   EXPECT_LT(replayed, taken);
 }

@@ -31,6 +31,27 @@ TEST(Simulate, FifoPerResourceAndOverlap) {
   EXPECT_DOUBLE_EQ(r.busy_seconds[2], 3);
 }
 
+TEST(Simulate, StopsOnceABoundOnTheStepPassesTheLimit) {
+  // FifoPerResourceAndOverlap's program (step 6 s): device 0 and the link have 3 s of work each.
+  lower::Program p;
+  p.num_devices = 2;
+  p.tasks = {task(0), task(0), task(1, {0}), task(1, {2})};
+  std::vector<Resource> res = {{"d0", 0}, {"d1", 1}, {"link", -1}};
+  std::vector<TaskTiming> t = {{2, {0}}, {1, {0}}, {3, {2}}, {1, {1}}};
+  // Their work alone passes 2.5 s: nothing is taken.
+  auto early = run_event_loop(p, {t, {}}, res, {}, nullptr, 2.5);
+  EXPECT_TRUE(early.stopped);
+  EXPECT_TRUE(early.order.empty());
+  // The transfer starts at 2 and ends at 5 > 4: the run stops before C.
+  auto mid = run_event_loop(p, {t, {}}, res, {}, nullptr, 4.0);
+  EXPECT_TRUE(mid.stopped);
+  EXPECT_LT(mid.order.size(), 4u);
+  auto done = run_event_loop(p, {t, {}}, res, {}, nullptr, 6.0);
+  EXPECT_FALSE(done.stopped);
+  EXPECT_EQ(done.order.size(), 4u);
+  EXPECT_DOUBLE_EQ(done.result.step_seconds, 6);
+}
+
 TEST(Simulate, TransferWaitsForEveryLinkOnItsRoute) {
   lower::Program p;
   p.num_devices = 1;

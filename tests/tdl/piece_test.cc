@@ -1,5 +1,5 @@
 // Golden tests of derived regions: conv (halo, stride, padding), matmul (reduction split gives
-// partial sums), softmax (axis unsplittable), broadcasting add.
+// partial sums), softmax (axis unsplittable), broadcasting add, gathers and one-hot scatters.
 #include <gtest/gtest.h>
 
 #include "tdl/piece.h"
@@ -107,6 +107,65 @@ TEST(Piece, ShiftedReadOutsideBoundsReadsNothing) {
   EXPECT_TRUE(right.inputs[0].empty());
   EXPECT_EQ(right.inputs[1].box, (Box{{0, 2}, {1, 5}}));
   EXPECT_FALSE(right.inputs[1].has_padding());
+}
+
+// embedding's statement: a gather reads the whole vocabulary (which rows is data), but only a row
+// per position counts as traffic.
+TEST(Piece, GatherReadsOneRowPerPositionOfAWholeTable) {
+  BindContext ctx;
+  ctx.inputs = {{"W", f32({5000, 64})}, {"I", {{8, 128}, ir::DType::int64}}};
+  auto op = must_bind("Y[d0,d1,h] = W[I[d0,d1],h]", ctx);
+  ASSERT_TRUE(op);
+  PieceInfo whole = piece(*op, full_box(*op));
+  EXPECT_EQ(whole.inputs[0].box, (Box{{0, 5000}, {0, 64}}));  // the region: the table, whole
+  EXPECT_EQ(whole.bytes_read.value(), (8 * 128 * 64) * 4 + 8 * 128 * 8);  // not 5000 x 64 x 4
+  PieceInfo half = piece(*op, split_evenly(full_box(*op), 2, 2)[0]);      // half the width
+  EXPECT_EQ(half.inputs[0].box, (Box{{0, 5000}, {0, 32}}));
+  EXPECT_EQ(half.bytes_read.value(), (8 * 128 * 32) * 4 + 8 * 128 * 8);
+  // A table smaller than the rows looked up is read once.
+  ctx.inputs[0].second = f32({100, 64});
+  auto small = must_bind("Y[d0,d1,h] = W[I[d0,d1],h]", ctx);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(piece(*small, full_box(*small)).bytes_read.value(), 100 * 64 * 4 + 8 * 128 * 8);
+}
+
+// embedding_grad's statement, a one-hot contraction: the comparison selects one row per position,
+// so the work is the scatter-add's positions x width, not vocabulary x positions x width; how
+// the op splits (its space, its regions) does not change.
+TEST(Piece, OneHotSelectorCountsTheScatterAddsWork) {
+  BindContext ctx;
+  ctx.inputs = {{"I", {{8, 128}, ir::DType::int64}}, {"dY", f32({8, 128, 64})}};
+  ctx.params = {{"V", 5000}};
+  auto op = must_bind("dW[v:V,h] = sum(d0,d1) (I[d0,d1] == v) * dY[d0,d1,h]", ctx);
+  ASSERT_TRUE(op);
+  std::int64_t positions = 8 * 128;
+  PieceInfo whole = piece(*op, full_box(*op));
+  // Per position: a comparison; per position and column: the product and its add.
+  EXPECT_EQ(whole.flops.value(), positions + 2 * positions * 64);
+  EXPECT_EQ(whole.bytes_written.value(), 5000 * 64 * 4);
+  // A piece of the vocabulary still reads every position and counts at most all of them.
+  PieceInfo rows = piece(*op, split_evenly(full_box(*op), 0, 2)[1]);
+  EXPECT_EQ(rows.output, (Box{{2500, 5000}, {0, 64}}));
+  EXPECT_EQ(rows.inputs[1].box, (Box{{0, 8}, {0, 128}, {0, 64}}));
+  EXPECT_EQ(rows.flops.value(), positions + 2 * positions * 64);
+  // A split of the positions gives partial sums, each of its positions' work.
+  PieceInfo batch = piece(*op, split_evenly(full_box(*op), 2, 2)[0]);
+  EXPECT_TRUE(batch.partial);
+  EXPECT_EQ(batch.flops.value(), (positions + 2 * positions * 64) / 2);
+}
+
+// Only a product selects, and only on an integer lookup: cross_entropy_grad's `- (c == T[b])` is
+// a value at every class, and a comparison with a floating value selects nothing.
+TEST(Piece, ComparisonsOutsideAProductOrOnFloatsSelectNothing) {
+  BindContext ctx;
+  ctx.inputs = {{"X", f32({4, 10})}, {"T", {{4}, ir::DType::int64}}};
+  auto sub = must_bind("dX[b,c] = X[b,c] - (c == T[b])", ctx);
+  ASSERT_TRUE(sub);
+  EXPECT_EQ(piece(*sub, full_box(*sub)).flops.value(), 2 * 4 * 10);
+  ctx.inputs[1].second = f32({4});
+  auto floats = must_bind("dX[b,c] = X[b,c] * (c == T[b])", ctx);
+  ASSERT_TRUE(floats);
+  EXPECT_EQ(piece(*floats, full_box(*floats)).flops.value(), 2 * 4 * 10);
 }
 
 TEST(Piece, BadBoxesAreErrors) {

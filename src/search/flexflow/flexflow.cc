@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -126,8 +127,11 @@ class Pricer {
   plan::Plan const& plan() const { return delta_ ? delta_->plan() : plan_; }
   sim::Prediction const& prediction() const { return delta_ ? delta_->prediction() : prediction_; }
 
-  Expected<sim::Prediction> apply(ir::OpId op, plan::OpConfig config) {
-    if (delta_) return delta_->apply(op, std::move(config));
+  // The new prediction; with the delta simulator, nullptr when the step time is sure to exceed
+  // `step_above` (DeltaSimulator::apply_unless_above). Full simulation always finishes, as
+  // FlexFlow's does.
+  Expected<sim::Prediction const*> apply(ir::OpId op, plan::OpConfig config, double step_above) {
+    if (delta_) return delta_->apply_unless_above(op, std::move(config), step_above);
     kept_ = std::exchange(plan_.ops[op.value()], std::move(config));
     kept_op_ = op;
     auto program = lower::lower(ctx_->graph, plan_, ctx_->registry);
@@ -137,7 +141,7 @@ class Pricer {
     }
     kept_prediction_ =
         std::exchange(prediction_, sim::predict(ctx_->graph, *program, ctx_->cost, ctx_->batch));
-    return prediction_;
+    return &prediction_;
   }
 
   void undo() {
@@ -180,6 +184,7 @@ class Search {
 
  private:
   std::optional<plan::OpConfig> propose(ir::OpId op, plan::Plan const& current);
+  double surely_rejected(double cost, double draw) const;
   void consider(Score const& s, plan::Plan const& p, std::string const& name);
 
   SearchContext const& ctx_;
@@ -195,6 +200,7 @@ class Search {
   std::string best_from_;
   double best_at_ = 0;  // when the best was found, s into the search
   plan::SearchCourse course_;
+  std::int64_t gave_up_ = 0;  // proposals rejected before their simulation ended
 };
 
 std::optional<plan::OpConfig> Search::propose(ir::OpId op, plan::Plan const& current) {
@@ -216,6 +222,17 @@ std::optional<plan::OpConfig> Search::propose(ir::OpId op, plan::Plan const& cur
   if (pieces > static_cast<std::int64_t>(from.devices.size())) return std::nullopt;
   out.devices.assign(from.devices.begin(), from.devices.begin() + pieces);
   return out;
+}
+
+// The cost from which on the acceptance test rejects a proposal with uniform draw `draw`, from
+// the chain's current cost: exp(-beta (c - cost) / cost) <= draw for every c >= cost (1 - ln(draw)
+// / beta). The relative margin of 1e-9 (the exponent's margin is beta times that) keeps rounding,
+// of the logarithm, the exponential or the simulator's bound, from ever rejecting a proposal the
+// test accepts: a proposal whose step time (at most its cost) is sure to exceed this is rejected
+// before its simulation ends, with the decision the full test makes.
+double Search::surely_rejected(double cost, double draw) const {
+  double limit = cost * (1 - std::log(draw) / beta_) * (1 + 1e-9);
+  return beta_ > 0 && std::isfinite(limit) ? limit : std::numeric_limits<double>::infinity();
 }
 
 void Search::consider(Score const& s, plan::Plan const& p, std::string const& name) {
@@ -253,22 +270,25 @@ Status Search::chain(plan::Plan start, std::string const& name, int chains_left)
     auto config = propose(op, sim.plan());
     if (config && (config->degrees != sim.plan().ops[op.value()].degrees ||
                    config->devices != sim.plan().ops[op.value()].devices)) {
-      auto predicted = sim.apply(op, std::move(*config));
-      CLEAVE_ASSERT(predicted.has_value(), "the space's configurations are valid");
-      Score s = score_of(*predicted);
+      // Drawn before the proposal is priced, so that pricing can stop once it is sure to fail.
       double draw = coin(rng_);
-      if (s.cost <= current.cost ||
-          draw < std::exp(-beta_ * (s.cost - current.cost) / current.cost)) {
-        current = s;
+      auto predicted = sim.apply(op, std::move(*config), surely_rejected(current.cost, draw));
+      CLEAVE_ASSERT(predicted.has_value(), "the space's configurations are valid");
+      std::optional<Score> s;
+      if (*predicted) s = score_of(**predicted);
+      if (s && (s->cost <= current.cost ||
+                draw < std::exp(-beta_ * (s->cost - current.cost) / current.cost))) {
+        current = *s;
         ++course_.accepted;
-        if (better(s, chain_best)) {
-          chain_best = s;
+        if (better(*s, chain_best)) {
+          chain_best = *s;
           chain_best_plan = sim.plan();
           improved_at = reset_at = it;
           improved_time = clock_.elapsed().value();
-          consider(s, chain_best_plan, name);
+          consider(*s, chain_best_plan, name);
         }
       } else {
+        gave_up_ += s ? 0 : 1;
         sim.undo();
       }
     }
@@ -297,7 +317,7 @@ Expected<plan::Plan> Search::result(bool default_budget) const {
   std::ostringstream text;
   text << "step_time_s=" << best_->step << " fits=" << (best_->fits ? "yes" : "no")
        << " from=" << best_from_ << " proposals=" << course_.iterations
-       << " accepted=" << course_.accepted << " splits:";
+       << " accepted=" << course_.accepted << " rejected_unfinished=" << gave_up_ << " splits:";
   for (DimRole r : {DimRole::sample, DimRole::attribute, DimRole::parameter, DimRole::reduction})
     text << " " << role_name(r) << "=" << splits[r];
   if (default_budget) text << " budget=default(" << default_iterations << " proposals)";

@@ -9,7 +9,9 @@
 // dimensions that index that tensor, on the same devices). It is accepted with probability
 // min(1, exp(-beta * (t_new - t_cur) / t_cur)), where t is the predicted step time scaled by
 // 1 + the devices' memory overflow (sum over devices of (peak - capacity) / capacity where
-// positive); a rejected proposal is undone (DeltaSimulator::undo), not simulated again. A chain
+// positive). The test's uniform is drawn before the proposal is priced, and pricing stops once the
+// step time is sure to fail it (DeltaSimulator::apply_unless_above): the same decisions as the
+// full test. A rejected proposal is undone (DeltaSimulator::undo), not simulated again. A chain
 // goes back to its best plan after `reset` proposals without improving on it, and ends at its
 // share of the budget or when half of that share passed without improvement. With no budget, the
 // budget is default_iterations proposals.
