@@ -664,7 +664,9 @@ TEST(Cli, SmallE3dPassesCheckWholeAndSplit) {
     Outcome planned =
         cleave("plan " + model + " --cluster cpu:devices=4 --algo " + algo + " -o " + plan);
     ASSERT_EQ(planned.code, 0) << planned.err;
-    Outcome run = cleave("run " + plan + " --check --json");
+    // One thread per device: four workers' OpenMP teams on a loaded 2-core machine spin for
+    // seconds.
+    Outcome run = cleave("run " + plan + " --check --json --threads 1");
     ASSERT_EQ(run.code, 0) << run.err;
     auto j = nlohmann::json::parse(run.out);
     EXPECT_TRUE(j["check"]["passed"].get<bool>());
