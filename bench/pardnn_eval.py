@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """ParDNN (issue 16) beside its baselines and the paper's claims, in simulation.
 
-For ParDNN's models (Word-RNN, Word-RNN-2, Char-CRN, Char-CRN-2, WRN, WRN-2, TRN, TRN-2 at the
-sizes docs/zoo.md gives; E3D is left out, docs/search_pardnn.md) on dgx2 (ParDNN's DGX-2: 16 V100
+For ParDNN's models (Word-RNN, Word-RNN-2, Char-CRN, Char-CRN-2, WRN, WRN-2, TRN, TRN-2, E3D,
+E3D-2 at the sizes docs/zoo.md gives) on dgx2 (ParDNN's DGX-2: 16 V100
 32 GB on one NVSwitch), runs `cleave compare MODEL --cluster dgx2 --algos A --json` for each
 algorithm and prints a Markdown table: the simulated step time, samples/s, whether the plan fits,
 the largest per-device peak, the placement (search) time, and pardnn's speedup over each baseline.
@@ -30,10 +30,10 @@ model; no profile) on dgx2. Models: ParDNN's, at the specs docs/zoo.md gives (ou
 coarser than TensorFlow's nodes: the graphs have fewer ops than the paper's; docs/zoo.md gives
 specs with the paper's node counts too). Batches are ours (the paper does not give them).
 Columns: the simulated step time and samples/s; whether every device's peak fits its memory; the
-largest per-device peak; the search's time (on a 2-core machine shared with other builds: the
-search times are loose); pardnn's speedup (the baseline's step time over pardnn's). The paper
-(PAPERS.md §3) reports ParDNN 1.1-7x faster than linear clustering and critical-path placement;
-docs/search_pardnn.md discusses where this table disagrees.
+largest per-device peak; the search's time (on a 2-core machine shared by six agents building
+and testing: the search times are loose); pardnn's speedup (the baseline's step time over
+pardnn's). The paper (PAPERS.md §3) reports ParDNN 1.1-7x faster than linear clustering and
+critical-path placement; docs/search_pardnn.md discusses where this table disagrees.
 """
 # (name, spec with the batch as {}, the batch of the comparison, the batch unit of the scaling)
 MODELS = [
@@ -45,6 +45,8 @@ MODELS = [
     ("WRN-2", "wrn:depth=304,width=28,batch={}", 32, 8),
     ("TRN", "gpt:layers=52,hidden=2048,heads=16,seq=2048,ffn=2,batch={}", 8, 1),
     ("TRN-2", "gpt:layers=48,hidden=2048,heads=16,seq=2048,batch={}", 8, 1),
+    ("E3D", "e3d:hidden=640,batch={}", 8, 1),
+    ("E3D-2", "e3d:hidden=1024,batch={}", 8, 1),
 ]
 
 

@@ -110,6 +110,8 @@ std::vector<Row> rows() {
       {"ParDNN T3", "Char-CRN-2", "crn:layers=32,hidden=2048", Measure::parameters, 1.09e9});
   r.push_back({"ParDNN T3", "WRN", "wrn:depth=610,width=14", Measure::parameters, 1.91e9});
   r.push_back({"ParDNN T3", "WRN-2", "wrn:depth=304,width=28", Measure::parameters, 3.77e9});
+  r.push_back({"ParDNN T3", "E3D", "e3d:hidden=640", Measure::parameters, 0.95e9});
+  r.push_back({"ParDNN T3", "E3D-2", "e3d:hidden=1024", Measure::parameters, 2.4e9});
   // Standard parameter counts (torchvision, Hugging Face, the GPT papers).
   r.push_back({"torchvision", "ResNet-50", "resnet:depth=50", Measure::parameters, 25557032});
   r.push_back({"torchvision", "ResNet-152", "resnet:depth=152", Measure::parameters, 60192808});

@@ -1,4 +1,4 @@
-// Gradient rules of matmul, batch_matmul, linear, einsum, conv2d and pooling.
+// Gradient rules of matmul, batch_matmul, linear, einsum, conv2d, conv3d and pooling.
 #include "autodiff/gradient_rules.h"
 
 namespace cleave::autodiff {
@@ -111,16 +111,17 @@ void add_dense_rules(GradientRules& rules) {
     if (c.wanted(0)) g[0] = c.emit("linear_grad_input", {c.grad_output(), c.input(1)}, {}, "X");
     if (c.wanted(1)) g[1] = c.emit("linear_grad_weight", {c.grad_output(), c.input(0)}, {}, "W");
   });
-  rules.add("conv2d", [](GradContext& c, auto& g) {
-    ir::Attrs a = copy_attrs(c, {"stride", "padding", "dilation", "groups"});
-    ir::Shape const w = c.shape(c.input(1));  // a copy: emit may move the shapes
-    if (c.wanted(0))
-      g[0] = c.emit("conv2d_grad_input", {c.grad_output(), c.input(1)},
-                    with(a, "input_shape", c.shape(c.input(0))), "X");
-    if (c.wanted(1))
-      g[1] = c.emit("conv2d_grad_weight", {c.grad_output(), c.input(0)},
-                    with(a, "kernel", Ints{w[2], w[3]}), "W");
-  });
+  for (std::string type : {"conv2d", "conv3d"})
+    rules.add(type, [type](GradContext& c, auto& g) {
+      ir::Attrs a = copy_attrs(c, {"stride", "padding", "dilation", "groups"});
+      ir::Shape const w = c.shape(c.input(1));  // a copy: emit may move the shapes
+      if (c.wanted(0))
+        g[0] = c.emit(type + "_grad_input", {c.grad_output(), c.input(1)},
+                      with(a, "input_shape", c.shape(c.input(0))), "X");
+      if (c.wanted(1))
+        g[1] = c.emit(type + "_grad_weight", {c.grad_output(), c.input(0)},
+                      with(a, "kernel", Ints(w.begin() + 2, w.end())), "W");
+    });
   rules.add("max_pool2d", [](GradContext& c, auto& g) {
     if (c.wanted(0))
       g[0] = c.emit("max_pool2d_grad", {c.input(0), c.output(), c.grad_output()},

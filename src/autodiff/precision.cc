@@ -29,7 +29,7 @@ constexpr std::array<std::pair<Precision, std::string_view>, 4> names = {
 // weights, and half + fp32 promotes).
 bool runs_in_half(std::string_view type) {
   return type == "matmul" || type == "batch_matmul" || type == "linear" || type == "einsum" ||
-         type == "conv2d" || type == "embedding";
+         type == "conv2d" || type == "conv3d" || type == "embedding";
 }
 bool runs_in_fp32(std::string_view type) {
   return type == "cross_entropy";

@@ -33,6 +33,9 @@ struct CostOptions {
                                                            {"conv2d", 0.6},
                                                            {"conv2d_grad_input", 0.5},
                                                            {"conv2d_grad_weight", 0.5},
+                                                           {"conv3d", 0.6},
+                                                           {"conv3d_grad_input", 0.5},
+                                                           {"conv3d_grad_weight", 0.5},
                                                            {"batch_matmul_grad_shared", 0.6}};
   double default_efficiency = 0.5;
   // Fraction of memory bandwidth streaming ops reach.

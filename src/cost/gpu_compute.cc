@@ -160,7 +160,8 @@ bool fused_on_gpu(ir::Graph const& graph, ir::OpId op) {
 }
 
 bool is_conv_class(std::string_view t) {
-  return t == "conv2d" || t == "conv2d_grad_input" || t == "conv2d_grad_weight";
+  return t == "conv2d" || t == "conv2d_grad_input" || t == "conv2d_grad_weight" ||
+         t == "conv3d" || t == "conv3d_grad_input" || t == "conv3d_grad_weight";
 }
 
 bool is_gemm_class(std::string_view t) {

@@ -104,6 +104,7 @@ ModelZoo ModelZoo::with_builtins() {
   add_inception(zoo);
   add_rnns(zoo);
   add_transformers(zoo);
+  add_e3d(zoo);
   return zoo;
 }
 

@@ -87,5 +87,6 @@ void add_resnet(ModelZoo& zoo);        // resnet (and WResNet via width), wrn (C
 void add_inception(ModelZoo& zoo);     // inception v3
 void add_rnns(ModelZoo& zoo);          // rnn (stacked LSTM), nmt, crn (Char-CRN)
 void add_transformers(ModelZoo& zoo);  // gpt, bert
+void add_e3d(ModelZoo& zoo);           // e3d (Eidetic 3D LSTM)
 
 }  // namespace cleave::models

@@ -1,5 +1,5 @@
-// Dense ops: matmul, batch_matmul, linear, einsum, conv2d and pooling, each written as one TDL
-// statement.
+// Dense ops: matmul, batch_matmul, linear, einsum, conv2d, conv3d and pooling, each written as one
+// TDL statement.
 #include <cmath>
 #include <set>
 
@@ -51,97 +51,133 @@ Expected<OpInstance> linear(ir::Attrs const&, std::span<ir::TensorType const> in
                   {"X", "W"});
 }
 
-// Spatial attributes of conv and pooling: (top, left, bottom, right) pads, strides, dilations.
+// Spatial attributes of conv and pooling, per spatial axis (depth, height, width or the last two):
+// kernel, stride, dilation, and the pads before and after.
 struct Window {
-  std::int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+  std::vector<std::int64_t> k, s, d, lo, hi;
 };
 
-Expected<Window> window(std::string const& op, ir::Attrs const& a, std::int64_t kh,
-                        std::int64_t kw) {
-  Window w{kh, kw, 1, 1, 1, 1, 0, 0, 0, 0};
-  auto stride = a.get_ints("stride", {});
-  if (stride.empty()) stride = {kh, kw};  // pooling: stride defaults to the kernel
-  auto dil = a.get_ints("dilation", {1, 1});
-  auto pad = a.get_ints("padding", {0, 0});
-  if (stride.size() != 2 || dil.size() != 2 || (pad.size() != 2 && pad.size() != 4))
+std::string times(std::vector<std::int64_t> const& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out += (i ? "x" : "") + std::to_string(v[i]);
+  return out;
+}
+
+Expected<Window> window(std::string const& op, ir::Attrs const& a,
+                        std::vector<std::int64_t> kernel) {
+  std::size_t n = kernel.size();
+  Window w{kernel,
+           a.get_ints("stride", {}),
+           a.get_ints("dilation", std::vector<std::int64_t>(n, 1)),
+           a.get_ints("padding", std::vector<std::int64_t>(n, 0)),
+           {}};
+  if (w.s.empty()) w.s = kernel;  // pooling: stride defaults to the kernel
+  if (w.s.size() != n || w.d.size() != n || (w.lo.size() != n && w.lo.size() != 2 * n))
     return Error(ErrorCode::invalid_argument,
-                 op + ": stride and dilation take 2 values (h, w); padding takes 2 (h, w) or 4 "
-                      "(top, left, bottom, right)");
-  w.sh = stride[0];
-  w.sw = stride[1];
-  w.dh = dil[0];
-  w.dw = dil[1];
-  w.pt = pad[0];
-  w.pl = pad[1];
-  w.pb = pad.size() == 4 ? pad[2] : pad[0];
-  w.pr = pad.size() == 4 ? pad[3] : pad[1];
-  if (w.sh < 1 || w.sw < 1 || w.dh < 1 || w.dw < 1 || w.pt < 0 || w.pl < 0 || w.pb < 0 || w.pr < 0)
-    return Error(ErrorCode::invalid_argument,
-                 op + ": strides and dilations must be >= 1 and paddings >= 0");
+                 op + (n == 2 ? ": stride and dilation take 2 values (h, w); padding takes 2 (h, "
+                                "w) or 4 (top, left, bottom, right)"
+                              : ": stride and dilation take 3 values (d, h, w); padding takes 3 "
+                                "(d, h, w) or 6 (front, top, left, back, bottom, right)"));
+  if (w.lo.size() == 2 * n) {
+    w.hi.assign(w.lo.begin() + static_cast<std::ptrdiff_t>(n), w.lo.end());
+    w.lo.resize(n);
+  } else {
+    w.hi = w.lo;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (w.s[i] < 1 || w.d[i] < 1 || w.lo[i] < 0 || w.hi[i] < 0)
+      return Error(ErrorCode::invalid_argument,
+                   op + ": strides and dilations must be >= 1 and paddings >= 0");
   return w;
 }
 
-Expected<std::pair<std::int64_t, std::int64_t>> out_hw(std::string const& op, Window const& w,
-                                                       std::int64_t h, std::int64_t wd, bool ceil) {
-  auto one = [&](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, std::int64_t p0,
-                 std::int64_t p1) {
-    std::int64_t span = in + p0 + p1 - d * (k - 1) - 1;
-    if (span < 0) return std::int64_t{0};
-    std::int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
-    if (ceil && (o - 1) * s >= in + p0) --o;  // the last window must start inside the input
-    return o;
-  };
-  std::int64_t oh = one(h, w.kh, w.sh, w.dh, w.pt, w.pb);
-  std::int64_t ow = one(wd, w.kw, w.sw, w.dw, w.pl, w.pr);
-  if (oh < 1 || ow < 1)
-    return shape_error(op, "the window (" + std::to_string(w.kh) + "x" + std::to_string(w.kw) +
-                               ", dilation " + std::to_string(w.dh) + "x" + std::to_string(w.dw) +
-                               ") is larger than the padded input (" + std::to_string(h) + "x" +
-                               std::to_string(wd) + ")");
-  return std::pair{oh, ow};
+// The output's spatial extents for an input whose spatial extents are `in`.
+Expected<std::vector<std::int64_t>> out_size(std::string const& op, Window const& w,
+                                             std::span<std::int64_t const> in, bool ceil) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    std::int64_t span = in[i] + w.lo[i] + w.hi[i] - w.d[i] * (w.k[i] - 1) - 1;
+    std::int64_t o = span < 0 ? 0 : (ceil ? (span + w.s[i] - 1) / w.s[i] : span / w.s[i]) + 1;
+    if (ceil && o > 0 && (o - 1) * w.s[i] >= in[i] + w.lo[i])
+      --o;  // the last window must start inside the input
+    if (o < 1)
+      return shape_error(op, "the window (" + times(w.k) + ", dilation " + times(w.d) +
+                                 ") is larger than the padded input (" +
+                                 times({in.begin(), in.end()}) + ")");
+    out.push_back(o);
+  }
+  return out;
 }
 
-std::string window_index(char const* v, char const* k, char const* s, char const* d,
-                         char const* p) {
-  return std::string(v) + "*" + s + "+" + k + "*" + d + "-" + p;
+// The window's reads of X along every spatial axis: "y*sh+dy*dh-pt,x*sw+dx*dw-pl".
+std::string window_reads(std::size_t n) {
+  std::string out;
+  for (auto const& ax : spatial_axes(n))
+    out += std::string(out.empty() ? "" : ",") + ax.var + "*" + ax.stride + "+" + ax.tap + "*" +
+           ax.dil + "-" + ax.pad;
+  return out;
+}
+
+// The spatial axes' variables: "y,x" (field var) or "dy,dx" (field tap).
+std::string axis_vars(std::size_t n, char const* SpatialAxis::*field) {
+  std::string out;
+  for (auto const& ax : spatial_axes(n))
+    out += std::string(out.empty() ? "" : ",") + ax.*field;
+  return out;
 }
 
 tdl::Params window_params(Window const& w) {
-  return {{"sh", w.sh}, {"sw", w.sw}, {"dh", w.dh}, {"dw", w.dw}, {"pt", w.pt}, {"pl", w.pl}};
+  tdl::Params p;
+  auto axes = spatial_axes(w.k.size());
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    p[axes[i].stride] = static_cast<double>(w.s[i]);
+    p[axes[i].dil] = static_cast<double>(w.d[i]);
+    p[axes[i].pad] = static_cast<double>(w.lo[i]);
+  }
+  return p;
 }
 
-Expected<OpInstance> conv2d(ir::Attrs const& a, std::span<ir::TensorType const> in) {
-  CLEAVE_CHECK_OK(expect_rank("conv2d", "X", in[0], 4, 4));
-  CLEAVE_CHECK_OK(expect_rank("conv2d", "W", in[1], 4, 4));
+// conv2d (spatial = 2, NCHW) and conv3d (spatial = 3, NCDHW): one statement for any number of
+// spatial axes, so that both split, cost and run alike.
+Expected<OpInstance> conv(std::size_t spatial, ir::Attrs const& a,
+                          std::span<ir::TensorType const> in) {
+  std::string const op = spatial == 2 ? "conv2d" : "conv3d";
+  CLEAVE_CHECK_OK(expect_rank(op, "X", in[0], spatial + 2, spatial + 2));
+  CLEAVE_CHECK_OK(expect_rank(op, "W", in[1], spatial + 2, spatial + 2));
   auto const& x = in[0].shape;
   auto const& k = in[1].shape;
   std::int64_t groups = a.get_int("groups", 1);
   if (groups < 1 || x[1] % groups != 0 || k[0] % groups != 0)
-    return shape_error("conv2d", "groups=" + std::to_string(groups) + " must divide both the " +
-                                     std::to_string(x[1]) + " input channels of X and the " +
-                                     std::to_string(k[0]) + " output channels of W");
+    return shape_error(op, "groups=" + std::to_string(groups) + " must divide both the " +
+                               std::to_string(x[1]) + " input channels of X and the " +
+                               std::to_string(k[0]) + " output channels of W");
   if (k[1] != x[1] / groups)
-    return shape_error("conv2d", "W " + ir::shape_to_string(k) + " has " + std::to_string(k[1]) +
-                                     " input channels per group but X " + ir::shape_to_string(x) +
-                                     " gives " + std::to_string(x[1] / groups) +
-                                     " (groups=" + std::to_string(groups) + ")");
-  CLEAVE_TRY(Window w, window("conv2d", a, k[2], k[3]));
-  CLEAVE_TRY(auto hw, out_hw("conv2d", w, x[2], x[3], false));
-  std::string yi = window_index("y", "dy", "sh", "dh", "pt");
-  std::string xi = window_index("x", "dx", "sw", "dw", "pl");
+    return shape_error(op, "W " + ir::shape_to_string(k) + " has " + std::to_string(k[1]) +
+                               " input channels per group but X " + ir::shape_to_string(x) +
+                               " gives " + std::to_string(x[1] / groups) +
+                               " (groups=" + std::to_string(groups) + ")");
+  CLEAVE_TRY(Window w, window(op, a, {k.begin() + 2, k.end()}));
+  CLEAVE_TRY(auto o, out_size(op, w, std::span(x).subspan(2), false));
+  std::string vars = axis_vars(spatial, &SpatialAxis::var);
+  std::string taps = axis_vars(spatial, &SpatialAxis::tap);
+  std::string reads = window_reads(spatial);
   OpInstance inst;
   if (groups == 1) {
-    inst = instance("Y[n,co,y,x] = sum(ci,dy,dx) X[n,ci," + yi + "," + xi + "] * W[co,ci,dy,dx]",
+    inst = instance("Y[n,co," + vars + "] = sum(ci," + taps + ") X[n,ci," + reads + "] * W[co,ci," +
+                        taps + "]",
                     {"X", "W"}, window_params(w));
   } else {
-    inst = instance("Y[n,g*COG+co,y,x] = sum(ci,dy,dx) X[n,g*CIG+ci," + yi + "," + xi +
-                        "] * W[g*COG+co,ci,dy,dx]",
+    inst = instance("Y[n,g*COG+co," + vars + "] = sum(ci," + taps + ") X[n,g*CIG+ci," + reads +
+                        "] * W[g*COG+co,ci," + taps + "]",
                     {"X", "W"}, window_params(w));
     inst.params["COG"] = static_cast<double>(k[0] / groups);
     inst.params["CIG"] = static_cast<double>(k[1]);
     inst.extents = {{"g", groups}, {"co", k[0] / groups}};
   }
-  inst.output = ir::TensorType{{x[0], k[0], hw.first, hw.second}, in[0].dtype};
+  ir::Shape out = {x[0], k[0]};
+  out.insert(out.end(), o.begin(), o.end());
+  inst.output = ir::TensorType{out, in[0].dtype};
   return inst;
 }
 
@@ -152,20 +188,18 @@ Expected<OpInstance> pool2d(std::string const& op, bool is_max, ir::Attrs const&
   auto kernel = a.get_ints("kernel", {});
   if (kernel.size() != 2 || kernel[0] < 1 || kernel[1] < 1)
     return Error(ErrorCode::invalid_argument, op + ": kernel takes 2 positive values (h, w)");
-  CLEAVE_TRY(Window w, window(op, a, kernel[0], kernel[1]));
+  CLEAVE_TRY(Window w, window(op, a, kernel));
   bool ceil = a.get_int("ceil_mode", 0) != 0;
-  CLEAVE_TRY(auto hw, out_hw(op, w, x[2], x[3], ceil));
+  CLEAVE_TRY(auto hw, out_size(op, w, std::span(x).subspan(2), ceil));
   tdl::Params p = window_params(w);
-  p["KH"] = static_cast<double>(w.kh);
-  p["KW"] = static_cast<double>(w.kw);
-  std::string yi = window_index("y", "dy", "sh", "dh", "pt");
-  std::string xi = window_index("x", "dx", "sw", "dw", "pl");
-  std::string read = "X[n,c," + yi + "," + xi + "]";
+  p["KH"] = static_cast<double>(w.k[0]);
+  p["KW"] = static_cast<double>(w.k[1]);
+  std::string read = "X[n,c," + window_reads(2) + "]";
   std::string tdl;
   if (is_max) {
     tdl = "Y[n,c,y,x] = max(dy:KH,dx:KW) " + read + " ; pad(X=-inf)";
   } else if (a.get_int("count_include_pad", 1) != 0) {
-    p["inv"] = 1.0 / static_cast<double>(w.kh * w.kw);
+    p["inv"] = 1.0 / static_cast<double>(w.k[0] * w.k[1]);
     tdl = "Y[n,c,y,x] = sum(dy:KH,dx:KW) " + read + " * inv";
   } else {
     // Divide by the number of window elements inside the input (ONNX's default).
@@ -174,12 +208,12 @@ Expected<OpInstance> pool2d(std::string const& op, bool is_max, ir::Attrs const&
     tdl = "Y[n,c,y,x] = sum(dy:KH,dx:KW) " + read +
           " / ((min(y*sh-pt+KH*dh, IH) - max(y*sh-pt, 0)) * (min(x*sw-pl+KW*dw, IW) - "
           "max(x*sw-pl, 0)))";
-    if (w.dh != 1 || w.dw != 1 || ceil)
+    if (w.d[0] != 1 || w.d[1] != 1 || ceil)
       return Error(ErrorCode::unsupported,
                    op + ": count_include_pad=0 is supported without dilation and ceil_mode only");
   }
   OpInstance inst = instance(tdl, {"X"}, std::move(p));
-  inst.output = ir::TensorType{{x[0], x[1], hw.first, hw.second}, in[0].dtype};
+  inst.output = ir::TensorType{{x[0], x[1], hw[0], hw[1]}, in[0].dtype};
   return inst;
 }
 
@@ -350,18 +384,31 @@ void add_dense_ops(OpRegistry& r) {
               {f32({8, 4, 16, 32}), f32({8, 4, 16, 32})},
               ir::Attrs{{"equation", std::string("bhid,bhjd->bhij")}},
               einsum}));
-  must(r.add({"conv2d",
-              "2-D convolution, NCHW, weights [CO, CI/groups, KH, KW]",
-              {ints_attr("stride", {1, 1}, "(h, w)"),
-               ints_attr("padding", {0, 0}, "(h, w) or (top, left, bottom, right)"),
-               ints_attr("dilation", {1, 1}, "(h, w)"), int_attr("groups", 1, "channel groups")},
-              false,
-              2,
-              2,
-              {f32({8, 3, 32, 32}), f32({16, 3, 3, 3})},
-              ir::Attrs{{"stride", std::vector<std::int64_t>{2, 2}},
-                        {"padding", std::vector<std::int64_t>{1, 1}}},
-              conv2d}));
+  must(r.add(
+      {"conv2d",
+       "2-D convolution, NCHW, weights [CO, CI/groups, KH, KW]",
+       {ints_attr("stride", {1, 1}, "(h, w)"),
+        ints_attr("padding", {0, 0}, "(h, w) or (top, left, bottom, right)"),
+        ints_attr("dilation", {1, 1}, "(h, w)"), int_attr("groups", 1, "channel groups")},
+       false,
+       2,
+       2,
+       {f32({8, 3, 32, 32}), f32({16, 3, 3, 3})},
+       ir::Attrs{{"stride", std::vector<std::int64_t>{2, 2}},
+                 {"padding", std::vector<std::int64_t>{1, 1}}},
+       [](ir::Attrs const& a, std::span<ir::TensorType const> in) { return conv(2, a, in); }}));
+  must(r.add(
+      {"conv3d",
+       "3-D convolution, NCDHW, weights [CO, CI/groups, KD, KH, KW]",
+       {ints_attr("stride", {1, 1, 1}, "(d, h, w)"),
+        ints_attr("padding", {0, 0, 0}, "(d, h, w) or (front, top, left, back, bottom, right)"),
+        ints_attr("dilation", {1, 1, 1}, "(d, h, w)"), int_attr("groups", 1, "channel groups")},
+       false,
+       2,
+       2,
+       {f32({2, 3, 8, 16, 16}), f32({8, 3, 2, 3, 3})},
+       ir::Attrs{{"padding", std::vector<std::int64_t>{0, 1, 1, 1, 1, 1}}},
+       [](ir::Attrs const& a, std::span<ir::TensorType const> in) { return conv(3, a, in); }}));
   must(r.add({"max_pool2d",
               "max pooling, NCHW (padding reads -inf)",
               pool_attrs(true),

@@ -1,9 +1,9 @@
-// Gradients of the dense ops (linear, conv2d, pooling, batch_matmul with a shared B), each one TDL
-// statement. The gradient with respect to the input of a strided window op is written gather-style,
-// so that it stays quasi-affine: input row h receives from output row y = (h + pt - dy*dh) / sh
-// through kernel tap dy exactly when the division is exact (a 0/1 factor using '%'); rows outside
-// the output read 0. Without dilation the convolution enumerates only the taps of h's phase
-// instead, so its FLOPs are those of the transposed convolution (conv_tap).
+// Gradients of the dense ops (linear, conv2d, conv3d, pooling, batch_matmul with a shared B), each
+// one TDL statement. The gradient with respect to the input of a strided window op is written
+// gather-style, so that it stays quasi-affine: input row h receives from output row y = (h + pt -
+// dy*dh) / sh through kernel tap dy exactly when the division is exact (a 0/1 factor using '%');
+// rows outside the output read 0. Without dilation the convolution enumerates only the taps of h's
+// phase instead, so its FLOPs are those of the transposed convolution (conv_tap).
 #include "ops/builtin_gradient_util.h"
 
 namespace cleave::ops {
@@ -11,21 +11,30 @@ namespace {
 
 using namespace detail;
 
-// Window geometry as the forward op reads it, after the forward op has validated the attributes.
+// Window geometry as the forward op reads it, after the forward op has validated the attributes:
+// per spatial axis, stride, dilation and leading pad.
 struct Geometry {
-  std::int64_t sh, sw, dh, dw, pt, pl;
+  std::vector<std::int64_t> s, d, p;
 };
 
-Geometry geometry(ir::Attrs const& a, std::int64_t kh, std::int64_t kw) {
-  auto stride = a.get_ints("stride", {});
-  if (stride.empty()) stride = {kh, kw};  // pooling: the stride defaults to the kernel
-  auto dil = a.get_ints("dilation", {1, 1});
-  auto pad = a.get_ints("padding", {0, 0});
-  return {stride[0], stride[1], dil[0], dil[1], pad[0], pad[1]};
+Geometry geometry(ir::Attrs const& a, std::vector<std::int64_t> const& kernel) {
+  std::size_t n = kernel.size();
+  Geometry g{a.get_ints("stride", {}), a.get_ints("dilation", std::vector<std::int64_t>(n, 1)),
+             a.get_ints("padding", std::vector<std::int64_t>(n, 0))};
+  if (g.s.empty()) g.s = kernel;  // pooling: the stride defaults to the kernel
+  g.p.resize(n);                  // (front,) top, left of the 2n form
+  return g;
 }
 
 tdl::Params geometry_params(Geometry const& g) {
-  return {{"sh", g.sh}, {"sw", g.sw}, {"dh", g.dh}, {"dw", g.dw}, {"pt", g.pt}, {"pl", g.pl}};
+  tdl::Params p;
+  auto axes = spatial_axes(g.s.size());
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    p[axes[i].stride] = static_cast<double>(g.s[i]);
+    p[axes[i].dil] = static_cast<double>(g.d[i]);
+    p[axes[i].pad] = static_cast<double>(g.p[i]);
+  }
+  return p;
 }
 
 // The forward output position whose window reads input position `v` through kernel tap `k`:
@@ -97,38 +106,47 @@ Expected<OpInstance> linear_grad_weight(ir::Attrs const&, std::span<ir::TensorTy
   return instance("dW[o,i] = sum(" + d + ") dY[" + d + ",o] * X[" + d + ",i]", {"dY", "X"});
 }
 
-Expected<OpInstance> conv2d_grad_input(OpRegistry const& r, ir::Attrs const& a,
-                                       std::span<ir::TensorType const> in) {
-  std::string const op = "conv2d_grad_input";
-  CLEAVE_CHECK_OK(expect_rank(op, "dY", in[0], 4, 4));
-  CLEAVE_CHECK_OK(expect_rank(op, "W", in[1], 4, 4));
-  CLEAVE_TRY(ir::Shape x, shape_attr(op, a, "input_shape", 4));
+// conv2d's and conv3d's gradient with respect to X, over the last `spatial` axes.
+Expected<OpInstance> conv_grad_input(std::size_t spatial, OpRegistry const& r, ir::Attrs const& a,
+                                     std::span<ir::TensorType const> in) {
+  std::string const fwd = spatial == 2 ? "conv2d" : "conv3d";
+  std::string const op = fwd + "_grad_input";
+  int const rank = static_cast<int>(spatial) + 2;
+  CLEAVE_CHECK_OK(expect_rank(op, "dY", in[0], spatial + 2, spatial + 2));
+  CLEAVE_CHECK_OK(expect_rank(op, "W", in[1], spatial + 2, spatial + 2));
+  CLEAVE_TRY(ir::Shape x, shape_attr(op, a, "input_shape", rank));
   auto const& k = in[1].shape;
-  CLEAVE_TRY(ir::TensorType y, forward_output(r, op, "conv2d", a, {{x, in[0].dtype}, in[1]}));
+  CLEAVE_TRY(ir::TensorType y, forward_output(r, op, fwd, a, {{x, in[0].dtype}, in[1]}));
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[0], y.shape,
-                               "conv2d of X " + shape_of(x) + " and W " + shape_of(k)));
-  Geometry g = geometry(a, k[2], k[3]);
-  ConvTap ty = conv_tap("h", "dy", "qy", "sh", "dh", "pt", "QH", g.sh, g.dh, k[2]);
-  ConvTap tx = conv_tap("w", "dx", "qx", "sw", "dw", "pl", "QW", g.sw, g.dw, k[3]);
-  std::int64_t groups = a.get_int("groups", 1);
+                               fwd + " of X " + shape_of(x) + " and W " + shape_of(k)));
+  Geometry g = geometry(a, {k.begin() + 2, k.end()});
   tdl::Params p = geometry_params(g);
-  p["IH"] = static_cast<double>(x[2]);
-  p["IW"] = static_cast<double>(x[3]);
-  p["QH"] = static_cast<double>(ty.phases);
-  p["QW"] = static_cast<double>(tx.phases);
-  std::string vars = "sum(co," + ty.var + "," + tx.var + ") ";
-  std::string at = ty.out + "," + tx.out + "]";
-  std::string taps = ty.tap + "," + tx.tap + "]";
-  std::string hits = ty.hit + tx.hit;
+  std::string vars = "sum(co", at, taps, hits, ins;
+  auto axes = spatial_axes(spatial);
+  for (std::size_t i = 0; i < spatial; ++i) {
+    auto const& ax = axes[i];
+    ConvTap t = conv_tap(ax.in_var, ax.tap, ax.phase, ax.stride, ax.dil, ax.pad, ax.phases, g.s[i],
+                         g.d[i], k[i + 2]);
+    p[ax.in_extent] = static_cast<double>(x[i + 2]);
+    p[ax.phases] = static_cast<double>(t.phases);
+    vars += "," + t.var;
+    at += "," + t.out;
+    taps += "," + t.tap;
+    hits += t.hit;
+    ins += std::string(",") + ax.in_var + ":" + ax.in_extent;
+  }
+  vars += ") ";
+  std::int64_t groups = a.get_int("groups", 1);
   OpInstance inst;
   if (groups == 1) {
-    inst = instance("dX[n,ci,h:IH,w:IW] = " + vars + "dY[n,co," + at + " * W[co,ci," + taps + hits,
+    inst = instance("dX[n,ci" + ins + "] = " + vars + "dY[n,co" + at + "] * W[co,ci" + taps + "]" +
+                        hits,
                     {"dY", "W"}, std::move(p));
   } else {
     p["COG"] = static_cast<double>(k[0] / groups);
     p["CIG"] = static_cast<double>(k[1]);
-    inst = instance("dX[n,g*CIG+ci,h:IH,w:IW] = " + vars + "dY[n,g*COG+co," + at +
-                        " * W[g*COG+co,ci," + taps + hits,
+    inst = instance("dX[n,g*CIG+ci" + ins + "] = " + vars + "dY[n,g*COG+co" + at +
+                        "] * W[g*COG+co,ci" + taps + "]" + hits,
                     {"dY", "W"}, std::move(p));
     inst.extents = {{"g", groups}, {"co", k[0] / groups}};
   }
@@ -136,32 +154,43 @@ Expected<OpInstance> conv2d_grad_input(OpRegistry const& r, ir::Attrs const& a,
   return inst;
 }
 
-Expected<OpInstance> conv2d_grad_weight(OpRegistry const& r, ir::Attrs const& a,
-                                        std::span<ir::TensorType const> in) {
-  std::string const op = "conv2d_grad_weight";
-  CLEAVE_CHECK_OK(expect_rank(op, "dY", in[0], 4, 4));
-  CLEAVE_CHECK_OK(expect_rank(op, "X", in[1], 4, 4));
-  CLEAVE_TRY(ir::Shape kernel, shape_attr(op, a, "kernel", 2));
+// conv2d's and conv3d's gradient with respect to W, over the last `spatial` axes.
+Expected<OpInstance> conv_grad_weight(std::size_t spatial, OpRegistry const& r, ir::Attrs const& a,
+                                      std::span<ir::TensorType const> in) {
+  std::string const fwd = spatial == 2 ? "conv2d" : "conv3d";
+  std::string const op = fwd + "_grad_weight";
+  CLEAVE_CHECK_OK(expect_rank(op, "dY", in[0], spatial + 2, spatial + 2));
+  CLEAVE_CHECK_OK(expect_rank(op, "X", in[1], spatial + 2, spatial + 2));
+  CLEAVE_TRY(ir::Shape kernel, shape_attr(op, a, "kernel", static_cast<int>(spatial)));
   auto const& x = in[1].shape;
   std::int64_t groups = a.get_int("groups", 1);
-  ir::Shape w = {in[0].shape[1], groups >= 1 ? x[1] / groups : x[1], kernel[0], kernel[1]};
-  CLEAVE_TRY(ir::TensorType y, forward_output(r, op, "conv2d", a, {in[1], {w, in[1].dtype}}));
+  ir::Shape w = {in[0].shape[1], groups >= 1 ? x[1] / groups : x[1]};
+  w.insert(w.end(), kernel.begin(), kernel.end());
+  CLEAVE_TRY(ir::TensorType y, forward_output(r, op, fwd, a, {in[1], {w, in[1].dtype}}));
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[0], y.shape,
-                               "conv2d of X " + shape_of(x) + " with weights " + shape_of(w)));
-  Geometry g = geometry(a, kernel[0], kernel[1]);
+                               fwd + " of X " + shape_of(x) + " with weights " + shape_of(w)));
+  Geometry g = geometry(a, kernel);
   tdl::Params p = geometry_params(g);
-  p["KH"] = static_cast<double>(kernel[0]);
-  p["KW"] = static_cast<double>(kernel[1]);
-  std::string window = "y*sh+dy*dh-pt,x*sw+dx*dw-pl]";
+  std::string taps, vars, reads;
+  auto axes = spatial_axes(spatial);
+  for (std::size_t i = 0; i < spatial; ++i) {
+    auto const& ax = axes[i];
+    p[ax.kernel] = static_cast<double>(kernel[i]);
+    taps += std::string(",") + ax.tap + ":" + ax.kernel;
+    vars += std::string(",") + ax.var;
+    reads +=
+        std::string(",") + ax.var + "*" + ax.stride + "+" + ax.tap + "*" + ax.dil + "-" + ax.pad;
+  }
   OpInstance inst;
   if (groups == 1) {
-    inst = instance("dW[co,ci,dy:KH,dx:KW] = sum(n,y,x) dY[n,co,y,x] * X[n,ci," + window,
+    inst = instance("dW[co,ci" + taps + "] = sum(n" + vars + ") dY[n,co" + vars + "] * X[n,ci" +
+                        reads + "]",
                     {"dY", "X"}, std::move(p));
   } else {
     p["COG"] = static_cast<double>(w[0] / groups);
     p["CIG"] = static_cast<double>(w[1]);
-    inst = instance("dW[g*COG+co,ci,dy:KH,dx:KW] = sum(n,y,x) dY[n,g*COG+co,y,x] * X[n,g*CIG+ci," +
-                        window,
+    inst = instance("dW[g*COG+co,ci" + taps + "] = sum(n" + vars + ") dY[n,g*COG+co" + vars +
+                        "] * X[n,g*CIG+ci" + reads + "]",
                     {"dY", "X"}, std::move(p));
     inst.extents = {{"g", groups}, {"co", w[0] / groups}, {"ci", w[1]}};
   }
@@ -180,12 +209,12 @@ Expected<OpInstance> max_pool2d_grad(OpRegistry const& r, ir::Attrs const& a,
   CLEAVE_CHECK_OK(expect_shape(op, "Y", in[1], y.shape, why));
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[2], y.shape, why));
   auto kernel = a.get_ints("kernel", {});
-  Geometry g = geometry(a, kernel[0], kernel[1]);
+  Geometry g = geometry(a, kernel);
   tdl::Params p = geometry_params(g);
   p["KH"] = static_cast<double>(kernel[0]);
   p["KW"] = static_cast<double>(kernel[1]);
-  Transposed ty = transposed("h", "dy", "sh", "dh", "pt", g.sh);
-  Transposed tx = transposed("w", "dx", "sw", "dw", "pl", g.sw);
+  Transposed ty = transposed("h", "dy", "sh", "dh", "pt", g.s[0]);
+  Transposed tx = transposed("w", "dx", "sw", "dw", "pl", g.s[1]);
   std::string at = "[n,c," + ty.index + "," + tx.index + "]";
   return instance("dX[n,c,h,w] = sum(dy:KH,dx:KW) (X[n,c,h,w] == Y" + at + ") * dY" + at + ty.hit +
                       tx.hit,
@@ -200,14 +229,14 @@ Expected<OpInstance> avg_pool2d_grad(OpRegistry const& r, ir::Attrs const& a,
   CLEAVE_TRY(ir::TensorType y, forward_output(r, op, "avg_pool2d", a, {{x, in[0].dtype}}));
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[0], y.shape, "avg_pool2d of X " + shape_of(x)));
   auto kernel = a.get_ints("kernel", {});
-  Geometry g = geometry(a, kernel[0], kernel[1]);
+  Geometry g = geometry(a, kernel);
   tdl::Params p = geometry_params(g);
   p["KH"] = static_cast<double>(kernel[0]);
   p["KW"] = static_cast<double>(kernel[1]);
   p["IH"] = static_cast<double>(x[2]);
   p["IW"] = static_cast<double>(x[3]);
-  Transposed ty = transposed("h", "dy", "sh", "dh", "pt", g.sh);
-  Transposed tx = transposed("w", "dx", "sw", "dw", "pl", g.sw);
+  Transposed ty = transposed("h", "dy", "sh", "dh", "pt", g.s[0]);
+  Transposed tx = transposed("w", "dx", "sw", "dw", "pl", g.s[1]);
   std::string tdl = "dX[n,c,h:IH,w:IW] = sum(dy:KH,dx:KW) dY[n,c," + ty.index + "," + tx.index +
                     "]" + ty.hit + tx.hit;
   if (a.get_int("count_include_pad", 1) != 0) {
@@ -290,6 +319,12 @@ void add_dense_gradient_ops(OpRegistry& r) {
     return
         [reg, f](ir::Attrs const& a, std::span<ir::TensorType const> in) { return f(*reg, a, in); };
   };
+  // conv2d's (spatial = 2) or conv3d's (3) gradient `f`.
+  auto conv = [reg](std::size_t spatial, auto f) {
+    return [reg, spatial, f](ir::Attrs const& a, std::span<ir::TensorType const> in) {
+      return f(spatial, *reg, a, in);
+    };
+  };
   must_add(r, fixed_schema("linear_grad_input", "dX[..,i] = sum(o) dY[..,o] * W[o,i]", {},
                            {f32({8, 32}), f32({32, 64})}, {}, linear_grad_input));
   must_add(r, fixed_schema("linear_grad_weight",
@@ -301,14 +336,28 @@ void add_dense_gradient_ops(OpRegistry& r) {
              forward_attrs(r, "conv2d", {required_ints_attr("input_shape", "X's shape [N,C,H,W]")}),
              {f32({8, 16, 16, 16}), f32({16, 3, 3, 3})},
              ints_attrs({{"stride", {2, 2}}, {"padding", {1, 1}}, {"input_shape", {8, 3, 32, 32}}}),
-             with(conv2d_grad_input)));
+             conv(2, conv_grad_input)));
   must_add(r,
            fixed_schema(
                "conv2d_grad_weight", "gradient of conv2d with respect to W [CO, C/groups, KH, KW]",
                forward_attrs(r, "conv2d", {required_ints_attr("kernel", "W's window (KH, KW)")}),
                {f32({8, 16, 16, 16}), f32({8, 3, 32, 32})},
                ints_attrs({{"stride", {2, 2}}, {"padding", {1, 1}}, {"kernel", {3, 3}}}),
-               with(conv2d_grad_weight)));
+               conv(2, conv_grad_weight)));
+  must_add(r, fixed_schema(
+                  "conv3d_grad_input", "gradient of conv3d with respect to X",
+                  forward_attrs(r, "conv3d",
+                                {required_ints_attr("input_shape", "X's shape [N,C,D,H,W]")}),
+                  {f32({2, 8, 8, 16, 16}), f32({8, 3, 2, 3, 3})},
+                  ints_attrs({{"padding", {0, 1, 1, 1, 1, 1}}, {"input_shape", {2, 3, 8, 16, 16}}}),
+                  conv(3, conv_grad_input)));
+  must_add(r, fixed_schema("conv3d_grad_weight",
+                           "gradient of conv3d with respect to W [CO, C/groups, KD, KH, KW]",
+                           forward_attrs(r, "conv3d",
+                                         {required_ints_attr("kernel", "W's window (KD, KH, KW)")}),
+                           {f32({2, 8, 8, 16, 16}), f32({2, 3, 8, 16, 16})},
+                           ints_attrs({{"padding", {0, 1, 1, 1, 1, 1}}, {"kernel", {2, 3, 3}}}),
+                           conv(3, conv_grad_weight)));
   must_add(r,
            fixed_schema("max_pool2d_grad",
                         "dY to every position of X equal to its window's max (ties all get it)",

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "support/assert.h"
+
 namespace cleave::ops::detail {
 
 std::vector<std::string> dim_vars(std::size_t rank, std::string const& prefix) {
@@ -124,6 +126,15 @@ Status expect_rank(std::string const& op, std::string const& input, ir::TensorTy
                          : std::to_string(min_rank) + ".." + std::to_string(max_rank);
   return shape_error(op, "input " + input + " must have rank " + want + ", got " +
                              ir::shape_to_string(t.shape) + " (rank " + std::to_string(r) + ")");
+}
+
+std::span<SpatialAxis const> spatial_axes(std::size_t n) {
+  static constexpr SpatialAxis axes[] = {
+      {"z", "dz", "sd", "dd", "pf", "t", "qz", "QD", "ID", "KD"},
+      {"y", "dy", "sh", "dh", "pt", "h", "qy", "QH", "IH", "KH"},
+      {"x", "dx", "sw", "dw", "pl", "w", "qx", "QW", "IW", "KW"}};
+  CLEAVE_ASSERT(n >= 1 && n <= 3, "a window has 1 to 3 spatial axes");
+  return std::span<SpatialAxis const>(axes).last(n);
 }
 
 }  // namespace cleave::ops::detail

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,16 @@ ir::TensorType f32(ir::Shape shape);
 
 // An instance whose inputs are named X0, X1, ... in order (for variadic ops) or by `names`.
 OpInstance instance(std::string tdl, std::vector<std::string> names, tdl::Params params = {});
+
+// One spatial axis of a convolution or pooling window and the TDL names its statements use: the
+// output position, the kernel tap, the stride, dilation and leading-pad parameters, and, for the
+// gradients, the input position, the phase variable and its extent, and the input's and kernel's
+// extents. conv3d's axes are (z, y, x); conv2d's (y, x) keep the names they always had.
+struct SpatialAxis {
+  char const *var, *tap, *stride, *dil, *pad, *in_var, *phase, *phases, *in_extent, *kernel;
+};
+// The last `n` (2 or 3) of depth, height, width.
+std::span<SpatialAxis const> spatial_axes(std::size_t n);
 
 // A rank check with a message that names the op and what it expects.
 Status expect_rank(std::string const& op, std::string const& input, ir::TensorType const& t,

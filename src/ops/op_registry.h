@@ -100,14 +100,14 @@ class OpRegistry final : public ir::ShapeInference {
 };
 
 // Registration of the built-in op families (builtin_*.cc).
-void add_dense_ops(OpRegistry& registry);          // matmul, batch_matmul, linear, conv2d, pooling
-void add_elementwise_ops(OpRegistry& registry);    // activations, arithmetic, cast, scale, dropout
+void add_dense_ops(OpRegistry& registry);        // matmul, batch_matmul, linear, conv2d/3d, pooling
+void add_elementwise_ops(OpRegistry& registry);  // activations, arithmetic, cast, scale, dropout
 void add_normalization_ops(OpRegistry& registry);  // softmax, norms, cross-entropy
 void add_layout_ops(OpRegistry& registry);         // concat, slice, transpose, reshape, embedding
 // Gradient and optimizer ops (the ops autodiff emits); registered after the forward ops, whose
 // attributes and shape rules they reuse.
 void add_gradient_ops(OpRegistry& registry);            // both of the next two
-void add_dense_gradient_ops(OpRegistry& registry);      // linear, conv2d, pooling, batch_matmul
+void add_dense_gradient_ops(OpRegistry& registry);      // linear, conv2d/3d, pooling, batch_matmul
 void add_pointwise_gradient_ops(OpRegistry& registry);  // activations, norms, loss, layout
 void add_optimizer_ops(OpRegistry& registry);           // fill, SGD, Adam
 

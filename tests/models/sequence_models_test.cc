@@ -1,5 +1,5 @@
-// The sequence models (rnn, nmt, crn, gpt, bert): exact parameter counts against closed forms and
-// the published GPT-2 / BERT counts, graph structure (weight sharing over time steps, tied
+// The sequence models (rnn, nmt, crn, gpt, bert, e3d): exact parameter counts against closed forms
+// and the published GPT-2 / BERT counts, graph structure (weight sharing over time steps, tied
 // embeddings, one op per framework op), errors that say what is accepted, and GPT-3 scale.
 #include <algorithm>
 #include <chrono>
@@ -160,6 +160,40 @@ TEST_F(SequenceModels, CharCrnParameterCountsMatchTheClosedFormAndParDnn) {
   EXPECT_EQ(g.consumers(*filter).size(), 4u);
 }
 
+// E3D-LSTM: per layer (input width `in`, hidden c, kernel 2x5x5 = 50 taps, a frame volume of
+// `volume` positions): convolutions of X to 7c, of H and M to 4c each, of C' and M' to c each,
+// with biases, the 1x1x1 one of [C', M'] to c, and four whole-sample norms (7c, 4c, 4c and c
+// channels' gains and shifts); the prediction, c to the frame's channels over 2 frames in depth.
+I e3d_layer(I in, I c, I volume) {
+  return 50 * 7 * c * in + 7 * c + 2 * (50 * 4 * c * c + 4 * c) + 2 * (50 * c * c + c) +
+         (2 * c * c + c) + 2 * 16 * c * volume;
+}
+I e3d(I layers, I c, I channels, I size) {
+  I volume = 2 * size * size;
+  return e3d_layer(channels, c, volume) + (layers - 1) * e3d_layer(c, c, volume) +
+         (2 * c * channels + channels);
+}
+
+TEST_F(SequenceModels, E3dParameterCountsMatchTheClosedFormAndParDnn) {
+  EXPECT_EQ(params("e3d"), e3d(3, 64, 16, 16));
+  EXPECT_EQ(params("e3d:layers=2,hidden=8,steps=3,batch=2,size=6,channels=4"), e3d(2, 8, 4, 6));
+  // ParDNN's E3D (0.95B) and E3D-2 (2.4B), docs/zoo.md: 938,673,936 and 2,369,312,784.
+  EXPECT_EQ(params("e3d:hidden=640"), 938'673'936);
+  EXPECT_NEAR(static_cast<double>(params("e3d:hidden=640")), 0.95e9, 0.015e9);
+  EXPECT_NEAR(static_cast<double>(params("e3d:hidden=1024")), 2.4e9, 0.04e9);
+  // Every step shares a layer's weights: conv_x's weight read by each of 3 steps; one conv3d per
+  // gate group and output per layer and step, and the prediction per step.
+  auto g = build("e3d:layers=2,hidden=8,steps=3,batch=2,size=6");
+  auto w = g.find_tensor("layer1.conv_x.weight");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(g.consumers(*w).size(), 3u);
+  EXPECT_EQ(count_ops(g, "conv3d"), 2 * 3 * 6 + 3);
+  // The eidetic memory grows: step 2 attends over three steps' cells (3 x 2 frames in depth).
+  auto history = g.find_tensor("layer0.step2.history");
+  ASSERT_TRUE(history.has_value());
+  EXPECT_EQ(g.tensor(*history).type.shape, (ir::Shape{2, 8, 8, 6, 6}));
+}
+
 TEST_F(SequenceModels, TinyInstancesEndInAScalarLoss) {
   for (char const* spec :
        {"rnn:layers=2,hidden=8,steps=3,vocab=11,batch=2",
@@ -170,6 +204,7 @@ TEST_F(SequenceModels, TinyInstancesEndInAScalarLoss) {
         "nmt:layers=2,hidden=8,steps=3,vocab=11,batch=2",
         "nmt:layers=1,hidden=4,steps=1,vocab=2,batch=1",
         "crn:layers=2,hidden=8,steps=3,batch=2,chars=8,vocab=11",
+        "e3d:layers=2,hidden=4,steps=1,batch=1,size=3",
         "gpt:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2",
         "bert:layers=2,hidden=16,heads=2,seq=4,vocab=11,batch=2,dtype=bf16"}) {
     auto g = build(spec);

@@ -79,6 +79,17 @@ void add_forward_generators(Generators& g) {
                 a,
                 {}};
   };
+  g["conv3d"] = [](Rng& r) {
+    std::int64_t groups = pick(r, 1, 2), cig = pick(r, 1, 2), cog = pick(r, 1, 2);
+    ir::Attrs a{{"stride", ints({pick(r, 1, 2), pick(r, 1, 2), 1})},
+                {"padding", ints({pick(r, 0, 1), pick(r, 0, 1), 1, 0, pick(r, 0, 2), 1})},
+                {"dilation", ints({1, pick(r, 1, 2), 1})},
+                {"groups", groups}};
+    return Case{{f32({pick(r, 1, 2), groups * cig, pick(r, 2, 4), pick(r, 5, 6), pick(r, 3, 4)}),
+                 f32({groups * cog, cig, pick(r, 1, 2), pick(r, 1, 3), pick(r, 1, 2)})},
+                a,
+                {}};
+  };
   auto pool = [](bool is_max) {
     return [is_max](Rng& r) {
       std::int64_t k = pick(r, 1, 3);

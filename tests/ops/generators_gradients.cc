@@ -39,6 +39,24 @@ ConvCase conv_case(Rng& r) {
   return c;
 }
 
+// conv3d: small windows, strides and pads on every axis, no groups on the depth's behalf.
+ConvCase conv3d_case(Rng& r) {
+  std::int64_t groups = pick(r, 1, 2), cig = pick(r, 1, 2), cog = pick(r, 1, 2);
+  std::int64_t kd = pick(r, 1, 2), kh = pick(r, 1, 3), kw = pick(r, 1, 2);
+  std::int64_t sd = pick(r, 1, 2), sh = pick(r, 1, 2), dh = pick(r, 1, 2);
+  std::int64_t pf = pick(r, 0, 1), pt = pick(r, 0, 1), pk = pick(r, 0, 1), pb = pick(r, 0, 2);
+  ConvCase c;
+  c.x = {pick(r, 1, 2), groups * cig, pick(r, 2, 4), pick(r, 5, 6), pick(r, 3, 4)};
+  c.w = {groups * cog, cig, kd, kh, kw};
+  c.y = {c.x[0], c.w[0], window_out(c.x[2], kd, sd, 1, pf, pk),
+         window_out(c.x[3], kh, sh, dh, pt, pb), window_out(c.x[4], kw, 1, 1, 1, 0)};
+  c.attrs = {{"stride", ints({sd, sh, 1})},
+             {"padding", ints({pf, pt, 1, pk, pb, 0})},
+             {"dilation", ints({1, dh, 1})},
+             {"groups", groups}};
+  return c;
+}
+
 struct PoolCase {
   ir::Shape x, y;
   ir::Attrs attrs;
@@ -95,6 +113,16 @@ void add_gradient_generators(Generators& g) {
   g["conv2d_grad_weight"] = [](Rng& r) {
     ConvCase c = conv_case(r);
     c.attrs.set("kernel", ints({c.w[2], c.w[3]}));
+    return Case{{f32(c.y), f32(c.x)}, c.attrs, {}};
+  };
+  g["conv3d_grad_input"] = [](Rng& r) {
+    ConvCase c = conv3d_case(r);
+    c.attrs.set("input_shape", c.x);
+    return Case{{f32(c.y), f32(c.w)}, c.attrs, {}};
+  };
+  g["conv3d_grad_weight"] = [](Rng& r) {
+    ConvCase c = conv3d_case(r);
+    c.attrs.set("kernel", ints({c.w[2], c.w[3], c.w[4]}));
     return Case{{f32(c.y), f32(c.x)}, c.attrs, {}};
   };
   g["max_pool2d_grad"] = [small_ints](Rng& r) {

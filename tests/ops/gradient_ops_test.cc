@@ -85,6 +85,31 @@ TEST_F(GradientOps, Conv2d) {
   }
 }
 
+TEST_F(GradientOps, Conv3d) {
+  struct Config {
+    ir::Shape x, w;
+    ir::Attrs attrs;
+  };
+  std::vector<Config> configs = {
+      {{2, 2, 3, 4, 5}, {3, 2, 2, 3, 3}, {{"padding", Ints{0, 1, 1, 1, 1, 1}}}},
+      {{1, 2, 4, 6, 5},
+       {2, 2, 2, 3, 2},
+       {{"stride", Ints{2, 2, 1}}, {"padding", Ints{1, 1, 0}}, {"dilation", Ints{1, 1, 2}}}},
+      {{1, 4, 3, 4, 4}, {4, 2, 1, 3, 3}, {{"groups", std::int64_t{2}}, {"padding", Ints{0, 1, 1}}}},
+  };
+  for (auto const& c : configs) {
+    SCOPED_TRACE(c.attrs.to_string());
+    std::vector<Value> in = {rand(c.x), rand(c.w)};
+    auto f = fn("conv3d", c.attrs);
+    Value r = r_for(f, in);
+    EXPECT_TRUE(matches_numeric(
+        op("conv3d_grad_input", {r, in[1]}, with(c.attrs, "input_shape", c.x)), f, in, 0, r));
+    EXPECT_TRUE(matches_numeric(
+        op("conv3d_grad_weight", {r, in[0]}, with(c.attrs, "kernel", Ints{c.w[2], c.w[3], c.w[4]})),
+        f, in, 1, r));
+  }
+}
+
 TEST_F(GradientOps, MaxPool2d) {
   std::vector<std::pair<ir::Shape, ir::Attrs>> configs = {
       {{2, 2, 6, 6}, {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}},
@@ -422,7 +447,7 @@ TEST_F(GradientOps, EveryGradientOpHasExamplesThatBind) {
     auto bound = registry_->bind(name, schema->example_attrs, schema->example_inputs);
     EXPECT_TRUE(bound.has_value()) << name << ": " << bound.error().to_string();
   }
-  EXPECT_EQ(checked, 38);  // with clip_grad, hardswish_grad, hardsigmoid_grad
+  EXPECT_EQ(checked, 40);  // with clip_grad, hardswish_grad, hardsigmoid_grad, conv3d_grad_*
 }
 
 TEST_F(GradientOps, ErrorsNameTheOpAndWhatDisagrees) {

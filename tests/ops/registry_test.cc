@@ -6,6 +6,7 @@
 #include "ir/graph_builder.h"
 #include "ops/op_registry.h"
 #include "ops/split.h"
+#include "tdl/piece.h"
 
 namespace cleave::ops {
 namespace {
@@ -14,6 +15,11 @@ ir::TensorType f32(ir::Shape s) {
   return {std::move(s), ir::DType::fp32};
 }
 using Ints = std::vector<std::int64_t>;
+
+ir::Attrs with_shape(ir::Attrs a, std::string const& key, Ints v) {
+  a.set(key, std::move(v));
+  return a;
+}
 
 class Registry : public ::testing::Test {
  protected:
@@ -64,6 +70,51 @@ TEST_F(Registry, EveryIssueOpIsBuiltIn) {
                          "dropout",
                          "cross_entropy"})
     EXPECT_TRUE(registry_->find(op)) << op;
+}
+
+// conv3d: the output size per axis, 2*N*CO*CI*KD*KH*KW*OD*OH*OW FLOPs (a multiply and an add per
+// tap, as conv2d), the same count for its two gradients (stride 1), every axis but the kernel's
+// splittable, and a split's pieces summing to the whole op's FLOPs.
+TEST_F(Registry, Conv3dShapesFlopsAndSplits) {
+  // E3D-LSTM's gate convolution: kernel 2x5x5, "same" padding (0 before and 1 after in depth).
+  ir::Attrs same{{"padding", Ints{0, 2, 2, 1, 2, 2}}};
+  std::vector<ir::TensorType> in = {f32({2, 16, 2, 16, 16}), f32({64, 16, 2, 5, 5})};
+  EXPECT_EQ(out_shape("conv3d", in, same), (ir::Shape{2, 64, 2, 16, 16}));
+  EXPECT_EQ(out_shape("conv3d", in, {{"stride", Ints{2, 1, 2}}}), (ir::Shape{2, 64, 1, 12, 6}));
+  double want = 2.0 * 2 * 64 * 16 * (2 * 5 * 5) * (2 * 16 * 16);
+  auto op = registry_->bind("conv3d", same, in);
+  ASSERT_TRUE(op.has_value()) << op.error().to_string();
+  auto whole = tdl::analyze_piece(**op, tdl::full_box(**op));
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_DOUBLE_EQ(whole->flops.value(), want);
+  auto dx =
+      registry_->bind("conv3d_grad_input", with_shape(same, "input_shape", {2, 16, 2, 16, 16}),
+                      std::vector{f32({2, 64, 2, 16, 16}), in[1]});
+  ASSERT_TRUE(dx.has_value()) << dx.error().to_string();
+  EXPECT_DOUBLE_EQ(tdl::analyze_piece(**dx, tdl::full_box(**dx))->flops.value(), want);
+  auto dw = registry_->bind("conv3d_grad_weight", with_shape(same, "kernel", {2, 5, 5}),
+                            std::vector{f32({2, 64, 2, 16, 16}), in[0]});
+  ASSERT_TRUE(dw.has_value()) << dw.error().to_string();
+  EXPECT_DOUBLE_EQ(tdl::analyze_piece(**dw, tdl::full_box(**dw))->flops.value(), want);
+
+  auto const& dims = (*op)->dims();
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    SCOPED_TRACE(dims[d].name);
+    EXPECT_TRUE(dims[d].splittable);  // n, co, z, y, x, ci, dz, dy, dx: none of extent 1
+    double sum = 0;
+    for (auto const& box : tdl::split_evenly(tdl::full_box(**op), static_cast<int>(d), 2)) {
+      auto piece = tdl::analyze_piece(**op, box);
+      ASSERT_TRUE(piece.has_value());
+      EXPECT_EQ(piece->partial, d >= 5);  // ci and the taps are reductions
+      sum += piece->flops.value();
+    }
+    EXPECT_DOUBLE_EQ(sum, want);
+  }
+  auto rank = error_of("conv3d", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})});
+  EXPECT_NE(rank.message().find("conv3d"), std::string::npos) << rank.message();
+  auto pads = error_of("conv3d", in, {{"padding", Ints{1, 1}}});
+  EXPECT_NE(pads.message().find("padding takes 3 (d, h, w) or 6"), std::string::npos)
+      << pads.message();
 }
 
 TEST_F(Registry, OutputShapesFollowTheFrameworks) {
@@ -144,7 +195,7 @@ TEST_F(Registry, AttributeErrors) {
             std::string::npos);
   auto missing = error_of("slice", {f32({4})});
   EXPECT_NE(missing.message().find("needs attribute 'starts'"), std::string::npos);
-  auto op = error_of("conv3d", {f32({4})});
+  auto op = error_of("conv4d", {f32({4})});
   EXPECT_EQ(op.code(), ErrorCode::not_found);
   EXPECT_NE(op.message().find("--op-semantics"), std::string::npos);
   auto arity = error_of("relu", {f32({4}), f32({4})});

@@ -135,6 +135,40 @@ TEST(ConvKernel, BackwardWeightsPiecesMatchInterpreter) {
   }
 }
 
+// conv3d and its gradients: E3D-LSTM's 2x5x5 "same" gate convolution (asymmetric depth padding),
+// and a strided, dilated, grouped one; split along depth, rows, channels and kernel taps.
+TEST(ConvKernel, Conv3dPiecesMatchInterpreter) {
+  using Ints = std::vector<std::int64_t>;
+  struct Case3d {
+    Ints x, w;
+    ir::Attrs attrs;
+  };
+  Case3d const cases[] = {
+      {{1, 3, 2, 6, 6}, {4, 3, 2, 5, 5}, {{"padding", Ints{0, 2, 2, 1, 2, 2}}}},
+      {{1, 4, 4, 7, 6},
+       {4, 2, 3, 3, 2},
+       {{"stride", Ints{2, 2, 1}},
+        {"padding", Ints{1, 1, 0}},
+        {"dilation", Ints{1, 1, 2}},
+        {"groups", std::int64_t{2}}}},
+  };
+  auto ops = ops::OpRegistry::with_builtins();
+  for (auto const& c : cases) {
+    ir::TensorType x{c.x, ir::DType::fp32}, w{c.w, ir::DType::fp32};
+    auto y = ops->infer("conv3d", c.attrs, std::vector{x, w});
+    ASSERT_TRUE(y.has_value()) << y.error().to_string();
+    ir::TensorType dy = y->at(0);
+    ir::Attrs dx_attrs = c.attrs, dw_attrs = c.attrs;
+    dx_attrs.set("input_shape", c.x);
+    dw_attrs.set("kernel", Ints(c.w.begin() + 2, c.w.end()));
+    for (auto choice : choices) {
+      check("conv3d", {x, w}, c.attrs, {"z", "y", "ci", "dz"}, choice);
+      check("conv3d_grad_input", {dy, w}, dx_attrs, {"t", "h", "co"}, choice);
+      check("conv3d_grad_weight", {dy, x}, dw_attrs, {"z", "y", "ci"}, choice);
+    }
+  }
+}
+
 TEST(Kernels, RunConcurrentlyFromSeveralThreads) {
   auto ops = ops::OpRegistry::with_builtins();
   auto kernels = KernelRegistry::with_builtins();

@@ -21,7 +21,10 @@ std::set<std::string> const must_have_kernel = {"matmul",
                                                 "batch_matmul_grad_shared",
                                                 "conv2d",
                                                 "conv2d_grad_input",
-                                                "conv2d_grad_weight"};
+                                                "conv2d_grad_weight",
+                                                "conv3d",
+                                                "conv3d_grad_input",
+                                                "conv3d_grad_weight"};
 
 TEST(ZooCoverage, WholeOpsOfTrainingGraphsHaveKernels) {
   auto ops = ops::OpRegistry::with_builtins();
@@ -33,7 +36,7 @@ TEST(ZooCoverage, WholeOpsOfTrainingGraphsHaveKernels) {
   for (std::string spec :
        {"mlp:batch=4", "alexnet:batch=2", "vgg:batch=2", "resnet:depth=18,batch=2",
         "inception:batch=2", "rnn:steps=3,batch=2", "nmt:steps=3,batch=2", "gpt:layers=2,batch=2",
-        "bert:layers=2,batch=2"}) {
+        "bert:layers=2,batch=2", "e3d:layers=2,hidden=4,steps=2,batch=2,size=4"}) {
     auto forward = zoo.build(spec, *ops);
     ASSERT_TRUE(forward.has_value()) << spec << ": " << forward.error().to_string();
     autodiff::TrainingOptions options;
@@ -56,7 +59,7 @@ TEST(ZooCoverage, WholeOpsOfTrainingGraphsHaveKernels) {
       EXPECT_FALSE(name.empty()) << spec << ": no kernel takes the whole of " << op.name << " ("
                                  << op.type << ") " << op.attrs.to_string();
       if (must_have_kernel.contains(op.type)) {
-        std::string want = op.type.starts_with("conv2d") ? "onednn_conv" : "onednn_matmul";
+        std::string want = op.type.starts_with("conv") ? "onednn_conv" : "onednn_matmul";
         EXPECT_EQ(name, want) << spec << ": " << op.name << " (" << op.type << ") "
                               << op.attrs.to_string();
       }

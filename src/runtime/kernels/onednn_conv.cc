@@ -1,5 +1,5 @@
-// conv2d and its two gradients on oneDNN's convolution (forward, backward data, backward weights)
-// on a piece's blocks as they lie (NCHW, OIHW / GOIHW).
+// conv2d, conv3d and their gradients on oneDNN's convolution (forward, backward data, backward
+// weights) on a piece's blocks as they lie (NCHW or NCDHW, OIHW / GOIHW or OIDHW / GOIDHW).
 //
 // The halo and padding of a piece become oneDNN's explicit asymmetric padding. Forward and
 // backward weights: the X block starts at the unclipped read's first row minus pad_lo, so the
@@ -30,28 +30,33 @@ using Prop = dnnl::prop_kind;
 
 enum class Direction { forward, backward_data, backward_weights };
 
-// One convolution in oneDNN's terms.
+// One convolution in oneDNN's terms; i, o, k: the input's, output's and kernel's spatial extents
+// (height, width, or depth, height, width).
 struct ConvShape {
   Direction direction = Direction::forward;
-  std::int64_t n = 0, ic = 0, oc = 0, groups = 1, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  std::int64_t n = 0, ic = 0, oc = 0, groups = 1;
+  Dims i, o, k;
   Dims strides, dilates, pad_l, pad_r;  // dilates in oneDNN's convention (0: none)
-  // Backward data: the dX block's stored rows and columns, more than ih/iw when its last ones
-  // lie past every window (they get zeros; oneDNN takes no negative right padding).
-  std::int64_t ih_store = 0, iw_store = 0;
+  // Backward data: the dX block's stored spatial extents, more than i when its last positions
+  // lie past every window (they get zeros; oneDNN takes no negative right padding); else empty.
+  Dims i_store;
   // Positions of the call's inputs: src/diff_src, weights/diff_weights, dst/diff_dst (-1: the
   // call's output).
   int src = -1, weights = -1, dst = -1;
+
+  bool padded_store() const { return !i_store.empty() && i_store != i; }
 };
 
 struct Geometry {
-  std::int64_t sh, sw, dh, dw, pt, pl, groups;
+  Dims s, d, p;  // per spatial axis: stride, dilation, leading pad
+  std::int64_t groups;
 };
 
-Geometry geometry(ir::Attrs const& a) {
-  auto stride = a.get_ints("stride", {1, 1});
-  auto dil = a.get_ints("dilation", {1, 1});
-  auto pad = a.get_ints("padding", {0, 0});
-  return {stride[0], stride[1], dil[0], dil[1], pad[0], pad[1], a.get_int("groups", 1)};
+Geometry geometry(ir::Attrs const& a, std::size_t spatial) {
+  Dims one(spatial, 1), zero(spatial, 0);
+  auto pad = a.get_ints("padding", zero);
+  pad.resize(spatial);  // the leading pads of the 2n form
+  return {a.get_ints("stride", one), a.get_ints("dilation", one), pad, a.get_int("groups", 1)};
 }
 
 bool full(tdl::Interval iv, std::int64_t extent) {
@@ -70,24 +75,41 @@ std::optional<std::int64_t> piece_groups(std::int64_t groups, tdl::Interval out,
   return out.size() / per_out;
 }
 
+// The sizes of a box's spatial dimensions (2 on).
+Dims spatial_sizes(tdl::Box const& box) {
+  Dims out;
+  for (std::size_t d = 2; d < box.size(); ++d)
+    out.push_back(box[d].size());
+  return out;
+}
+
+Dims spatial_of(std::vector<std::int64_t> const& v) {
+  return Dims(v.begin() + 2, v.end());
+}
+
+std::optional<Direction> direction_of(std::string const& type) {
+  for (std::string conv : {"conv2d", "conv3d"}) {
+    if (type == conv) return Direction::forward;
+    if (type == conv + "_grad_input") return Direction::backward_data;
+    if (type == conv + "_grad_weight") return Direction::backward_weights;
+  }
+  return std::nullopt;
+}
+
 std::optional<ConvShape> analyze(KernelCall const& call) {
   if (call.op == nullptr) return std::nullopt;
-  auto const& type = call.op->type;
-  Direction dir;
-  if (type == "conv2d")
-    dir = Direction::forward;
-  else if (type == "conv2d_grad_input")
-    dir = Direction::backward_data;
-  else if (type == "conv2d_grad_weight")
-    dir = Direction::backward_weights;
-  else
-    return std::nullopt;
+  auto dir_of = direction_of(call.op->type);
+  if (!dir_of) return std::nullopt;
+  Direction dir = *dir_of;
   if (call.piece == nullptr || call.graph == nullptr || call.bound == nullptr ||
       call.inputs.size() != 2 || call.piece->inputs.size() != 2)
     return std::nullopt;
+  std::size_t const rank = call.piece->output.size();
+  if (rank != 4 && rank != 5) return std::nullopt;
   for (auto const& r : call.piece->inputs)
-    if (r.empty() || r.box.size() != 4) return std::nullopt;
-  Geometry g = geometry(call.op->attrs);
+    if (r.empty() || r.box.size() != rank) return std::nullopt;
+  std::size_t const spatial = rank - 2;
+  Geometry g = geometry(call.op->attrs, spatial);
   auto const& in0 = call.piece->inputs[0];
   auto const& in1 = call.piece->inputs[1];
   auto const& out = call.piece->output;
@@ -95,14 +117,17 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
       call.graph->tensor(call.op->inputs[dir == Direction::backward_weights ? 0 : 1]).type.shape;
   ConvShape c;
   c.direction = dir;
-  c.strides = {g.sh, g.sw};
-  c.dilates = {g.dh - 1, g.dw - 1};
+  c.strides = g.s;
+  for (auto d : g.d)
+    c.dilates.push_back(d - 1);
   // A region's padding on dims 0..1 (batch, channels) never occurs; only X may be padded.
   auto no_pad = [](tdl::Region const& r) { return !r.has_padding(); };
+  auto channel_pad = [](tdl::Region const& r) {
+    return r.pad_lo[0] || r.pad_lo[1] || r.pad_hi[0] || r.pad_hi[1];
+  };
   if (dir == Direction::forward) {
-    // X [n, ci, h, w] (padded), W [co, ci, kh, kw], Y [n, co, oh, ow].
-    if (!no_pad(in1) || in0.pad_lo[0] || in0.pad_lo[1] || in0.pad_hi[0] || in0.pad_hi[1])
-      return std::nullopt;
+    // X [n, ci, spatial..] (padded), W [co, ci, kernel..], Y [n, co, spatial..].
+    if (!no_pad(in1) || channel_pad(in0)) return std::nullopt;
     std::int64_t cog = w_shape[0] / g.groups;
     auto groups = piece_groups(g.groups, out[1], cog, in1.box[1], w_shape[1]);
     if (!groups) return std::nullopt;
@@ -110,22 +135,18 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     c.n = out[0].size();
     c.oc = out[1].size();
     c.ic = in0.box[1].size();
-    c.ih = in0.box[2].size();
-    c.iw = in0.box[3].size();
-    c.oh = out[2].size();
-    c.ow = out[3].size();
-    c.kh = in1.box[2].size();
-    c.kw = in1.box[3].size();
+    c.i = spatial_sizes(in0.box);
+    c.o = spatial_sizes(out);
+    c.k = spatial_sizes(in1.box);
     if (c.ic != c.groups * in1.box[1].size() || in1.box[0].size() != c.oc) return std::nullopt;
-    c.pad_l = {in0.pad_lo[2], in0.pad_lo[3]};
-    c.pad_r = {in0.pad_hi[2], in0.pad_hi[3]};
+    c.pad_l = spatial_of(in0.pad_lo);
+    c.pad_r = spatial_of(in0.pad_hi);
     c.src = 0;
     c.weights = 1;
     c.dst = -1;
   } else if (dir == Direction::backward_weights) {
-    // dY [n, co, y, x], X [n, ci, h, w] (padded), dW [co, ci, kh, kw].
-    if (!no_pad(in0) || in1.pad_lo[0] || in1.pad_lo[1] || in1.pad_hi[0] || in1.pad_hi[1])
-      return std::nullopt;
+    // dY [n, co, spatial..], X [n, ci, spatial..] (padded), dW [co, ci, kernel..].
+    if (!no_pad(in0) || channel_pad(in1)) return std::nullopt;
     std::int64_t cog = w_shape[1] / g.groups;  // dY's channels per group
     std::int64_t cig = call.graph->tensor(call.op->outputs[0]).type.shape[1];
     auto groups = piece_groups(g.groups, out[0], cog, out[1], cig);
@@ -134,24 +155,23 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     c.n = in0.box[0].size();
     c.oc = out[0].size();
     c.ic = in1.box[1].size();
-    c.ih = in1.box[2].size();
-    c.iw = in1.box[3].size();
-    c.oh = in0.box[2].size();
-    c.ow = in0.box[3].size();
-    c.kh = out[2].size();
-    c.kw = out[3].size();
+    c.i = spatial_sizes(in1.box);
+    c.o = spatial_sizes(in0.box);
+    c.k = spatial_sizes(out);
     if (c.ic != c.groups * out[1].size() || in0.box[1].size() != c.oc) return std::nullopt;
-    c.pad_l = {in1.pad_lo[2], in1.pad_lo[3]};
-    c.pad_r = {in1.pad_hi[2], in1.pad_hi[3]};
+    c.pad_l = spatial_of(in1.pad_lo);
+    c.pad_r = spatial_of(in1.pad_hi);
     c.dst = 0;
     c.src = 1;
     c.weights = -1;
   } else {
-    // dY [n, co, y, x] (its padding: zeros the adjoint supplies), W [co, ci, kh, kw] (padded
-    // past the kernel by the strided form's phase taps: zeros the adjoint never needs), dX out.
-    if (in1.pad_lo[0] || in1.pad_lo[1] || in1.pad_hi[0] || in1.pad_hi[1]) return std::nullopt;
+    // dY [n, co, spatial..] (its padding: zeros the adjoint supplies), W [co, ci, kernel..]
+    // (padded past the kernel by the strided form's phase taps: zeros the adjoint never needs),
+    // dX out.
+    if (channel_pad(in1)) return std::nullopt;
     // Every kernel tap in the piece: a split of the taps is left to the interpreter.
-    if (!full(in1.box[2], w_shape[2]) || !full(in1.box[3], w_shape[3])) return std::nullopt;
+    for (std::size_t d = 2; d < rank; ++d)
+      if (!full(in1.box[d], w_shape[d])) return std::nullopt;
     auto const& bound = *call.bound;
     for (std::size_t d = static_cast<std::size_t>(bound.num_parallel()); d < bound.dims().size();
          ++d)
@@ -166,28 +186,25 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     c.n = out[0].size();
     c.ic = out[1].size();
     c.oc = in0.box[1].size();
-    c.ih = out[2].size();
-    c.iw = out[3].size();
-    c.oh = in0.box[2].size();
-    c.ow = in0.box[3].size();
-    c.kh = w_shape[2];
-    c.kw = w_shape[3];
+    c.i = spatial_sizes(out);
+    c.o = spatial_sizes(in0.box);
+    c.k = spatial_of(w_shape);
     if (in1.box[0].size() != c.oc || c.ic != c.groups * in1.box[1].size()) return std::nullopt;
-    std::int64_t plh = g.pt + out[2].lo - in0.box[2].lo * g.sh;
-    std::int64_t plw = g.pl + out[3].lo - in0.box[3].lo * g.sw;
-    c.pad_l = {plh, plw};
-    c.pad_r = {(c.oh - 1) * g.sh + (c.kh - 1) * g.dh + 1 - c.ih - plh,
-               (c.ow - 1) * g.sw + (c.kw - 1) * g.dw + 1 - c.iw - plw};
-    c.ih_store = c.ih;
-    c.iw_store = c.iw;
-    if (c.pad_r[0] < 0) c.ih += std::exchange(c.pad_r[0], 0);
-    if (c.pad_r[1] < 0) c.iw += std::exchange(c.pad_r[1], 0);
-    if (c.ih <= 0 || c.iw <= 0) return std::nullopt;
+    c.i_store = c.i;
+    for (std::size_t a = 0; a < spatial; ++a) {
+      std::int64_t pl = g.p[a] + out[a + 2].lo - in0.box[a + 2].lo * g.s[a];
+      std::int64_t pr = (c.o[a] - 1) * g.s[a] + (c.k[a] - 1) * g.d[a] + 1 - c.i[a] - pl;
+      if (pr < 0) c.i[a] += std::exchange(pr, 0);
+      if (c.i[a] <= 0) return std::nullopt;
+      c.pad_l.push_back(pl);
+      c.pad_r.push_back(pr);
+    }
     c.dst = 0;
     c.weights = 1;
     c.src = -1;
   }
-  if (c.pad_l[0] < 0 || c.pad_l[1] < 0) return std::nullopt;
+  for (auto p : c.pad_l)
+    if (p < 0) return std::nullopt;
   return c;
 }
 
@@ -203,17 +220,32 @@ struct ConvVariant {
 ConvVariant make_variant(ConvShape const& c, bool blocked) {
   using Tag = dnnl::memory::format_tag;
   using DT = dnnl::memory::data_type;
-  dnnl::memory::dims sdims = {c.n, c.ic, c.ih, c.iw}, ddims = {c.n, c.oc, c.oh, c.ow};
-  dnnl::memory::dims wdims = {c.oc, c.ic, c.kh, c.kw};
-  Tag wtag = Tag::oihw;
+  auto with = [](Dims lead, Dims const& rest) {
+    lead.insert(lead.end(), rest.begin(), rest.end());
+    return lead;
+  };
+  bool three = c.i.size() == 3;
+  dnnl::memory::dims sdims = with({c.n, c.ic}, c.i), ddims = with({c.n, c.oc}, c.o);
+  dnnl::memory::dims wdims = with({c.oc, c.ic}, c.k);
+  Tag act = three ? Tag::ncdhw : Tag::nchw;
+  Tag wtag = three ? Tag::oidhw : Tag::oihw;
   if (c.groups > 1) {
-    wdims = {c.groups, c.oc / c.groups, c.ic / c.groups, c.kh, c.kw};
-    wtag = Tag::goihw;
+    wdims = with({c.groups, c.oc / c.groups, c.ic / c.groups}, c.k);
+    wtag = three ? Tag::goidhw : Tag::goihw;
   }
-  dnnl::memory::desc src(sdims, DT::f32, Tag::nchw), dst(ddims, DT::f32, Tag::nchw);
-  if (c.ih_store != 0 && (c.ih != c.ih_store || c.iw != c.iw_store))
-    src = dnnl::memory::desc(
-        sdims, DT::f32, {c.ic * c.ih_store * c.iw_store, c.ih_store * c.iw_store, c.iw_store, 1});
+  dnnl::memory::desc src(sdims, DT::f32, act), dst(ddims, DT::f32, act);
+  if (c.padded_store()) {
+    // The stored block is dense over i_store; the convolution sees its first i positions.
+    Dims strides(sdims.size());
+    std::int64_t step = 1;
+    for (std::size_t d = sdims.size(); d-- > 2;) {
+      strides[d] = step;
+      step *= c.i_store[d - 2];
+    }
+    strides[1] = step;
+    strides[0] = step * c.ic;
+    src = dnnl::memory::desc(sdims, DT::f32, strides);
+  }
   dnnl::memory::desc weights(wdims, DT::f32, wtag);
   dnnl::memory::desc src_p = src, dst_p = dst, weights_p = weights;
   if (blocked) {
@@ -292,7 +324,7 @@ class ConvKernel final : public Kernel {
     std::shared_ptr<ConvEntry const> e = c ? entry(*c) : nullptr;
     if (!e) return Error(ErrorCode::unsupported, "onednn_conv: not a convolution piece it handles");
     CLEAVE_CHECK_OK(detail::check_data(name(), call));
-    if (c->ih_store != 0 && (c->ih != c->ih_store || c->iw != c->iw_store))
+    if (c->padded_store())
       std::fill(call.output.data, call.output.data + tdl::box_volume(call.piece->output), 0.f);
     int v = e->chosen.load(std::memory_order_acquire);
     if (v >= 0) return run_variant(call, *c, e->variants[static_cast<std::size_t>(v)]);
@@ -338,8 +370,11 @@ class ConvKernel final : public Kernel {
 
   std::shared_ptr<ConvEntry const> entry(ConvShape const& c) const {
     std::string key = detail::make_key(
-        "conv", {{static_cast<std::int64_t>(c.direction), c.n, c.ic, c.oc, c.groups, c.ih, c.iw,
-                  c.oh, c.ow, c.kh, c.kw, c.ih_store, c.iw_store},
+        "conv", {{static_cast<std::int64_t>(c.direction), c.n, c.ic, c.oc, c.groups},
+                 c.i,
+                 c.o,
+                 c.k,
+                 c.i_store,
                  c.strides,
                  c.dilates,
                  c.pad_l,
