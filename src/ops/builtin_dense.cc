@@ -5,6 +5,7 @@
 
 #include "ops/builtin_util.h"
 #include "support/assert.h"
+#include "support/checked.h"
 
 namespace cleave::ops {
 namespace {
@@ -97,8 +98,15 @@ Expected<std::vector<std::int64_t>> out_size(std::string const& op, Window const
                                              std::span<std::int64_t const> in, bool ceil) {
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < in.size(); ++i) {
-    std::int64_t span = in[i] + w.lo[i] + w.hi[i] - w.d[i] * (w.k[i] - 1) - 1;
-    std::int64_t o = span < 0 ? 0 : (ceil ? (span + w.s[i] - 1) / w.s[i] : span / w.s[i]) + 1;
+    // Attributes and shapes are the user's: sums past int64 are an error (found by graph_json_fuzz).
+    auto padded = checked_add(in[i], w.lo[i]);
+    if (padded) padded = checked_add(*padded, w.hi[i]);
+    auto reach = checked_mul(w.d[i], w.k[i] - 1);
+    if (!padded || !reach)
+      return shape_error(op, "the padded input or the dilated window overflows 64-bit integers");
+    std::int64_t span = *padded - *reach - 1;
+    std::int64_t o =
+        span < 0 ? 0 : span / w.s[i] + (ceil && span % w.s[i] != 0 ? 1 : 0) + 1;
     if (ceil && o > 0 && (o - 1) * w.s[i] >= in[i] + w.lo[i])
       --o;  // the last window must start inside the input
     if (o < 1)

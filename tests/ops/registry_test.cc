@@ -180,6 +180,12 @@ TEST_F(Registry, ShapeErrorsSayWhatDisagrees) {
   auto huge = error_of("reshape", {f32({2, 3})},
                        {{"shape", Ints{std::numeric_limits<std::int64_t>::max(), 2}}});
   EXPECT_NE(huge.message().find("has too many elements"), std::string::npos) << huge.message();
+  // Found by graph_json_fuzz: pads whose sum with the input passes int64.
+  std::int64_t const half = std::int64_t{1} << 62;
+  auto pads = error_of("conv2d", {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
+                       {{"padding", Ints{half, 0, half, 0}}});
+  EXPECT_NE(pads.message().find("overflows 64-bit integers"), std::string::npos)
+      << pads.message();
 }
 
 TEST_F(Registry, AttributeErrors) {
