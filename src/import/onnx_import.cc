@@ -222,7 +222,7 @@ Status check_window_attributes(onnx::NodeProto const& n) {
 }
 
 Status check_windows(onnx::GraphProto& g) {
-  std::map<std::string, std::vector<std::int64_t>> known;  // dims of stored and declared tensors
+  std::map<std::string, std::vector<std::int64_t>> known;  // dims of the tensors stored in the file
   for (auto const& t : g.initializer())
     known[t.name()].assign(t.dims().begin(), t.dims().end());
   for (auto& n : *g.mutable_node()) {

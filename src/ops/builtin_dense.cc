@@ -58,13 +58,6 @@ struct Window {
   std::vector<std::int64_t> k, s, d, lo, hi;
 };
 
-std::string times(std::vector<std::int64_t> const& v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i)
-    out += (i ? "x" : "") + std::to_string(v[i]);
-  return out;
-}
-
 Expected<Window> window(std::string const& op, ir::Attrs const& a,
                         std::vector<std::int64_t> kernel) {
   std::size_t n = kernel.size();
@@ -110,9 +103,9 @@ Expected<std::vector<std::int64_t>> out_size(std::string const& op, Window const
     if (ceil && o > 0 && (o - 1) * w.s[i] >= in[i] + w.lo[i])
       --o;  // the last window must start inside the input
     if (o < 1)
-      return shape_error(op, "the window (" + times(w.k) + ", dilation " + times(w.d) +
+      return shape_error(op, "the window (" + ir::shape_to_string(w.k) + ", dilation " + ir::shape_to_string(w.d) +
                                  ") is larger than the padded input (" +
-                                 times({in.begin(), in.end()}) + ")");
+                                 ir::shape_to_string({in.begin(), in.end()}) + ")");
     out.push_back(o);
   }
   return out;
