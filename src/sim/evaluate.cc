@@ -41,14 +41,25 @@ void replay_pools(plan::Plan const& plan, MemoryUse const& use, Evaluation& e) {
                             [&](Violation const& v) { return v.device == static_cast<int>(d); });
     memory::PoolAllocator pool(plan.pools[d]);
     std::vector<std::optional<memory::Slot>> slots(use.blocks.size());
+    // Blocks freed at the time they are allocated, before it (MemoryUse's order: frees first):
+    // each still takes an object when it is allocated, given back at once.
+    std::vector<bool> freed_first(use.blocks.size(), false);
     for (auto const& event : use.events[d]) {
       auto& slot = slots[event.block];
       if (event.bytes < 0) {
-        if (slot) pool.release(*slot);
+        if (slot)
+          pool.release(*slot);
+        else
+          freed_first[event.block] = true;
         slot.reset();
         continue;
       }
       slot = pool.allocate(event.bytes);
+      if (slot && freed_first[event.block]) {
+        pool.release(*slot);
+        slot.reset();
+        continue;
+      }
       if (slot) continue;
       if (!over) out.push_back({static_cast<int>(d), event.bytes, event.time_s, event.time_s, {}});
       break;

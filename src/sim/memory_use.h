@@ -58,7 +58,10 @@ struct BlockEvent {
 
 struct MemoryUse {
   std::vector<MemoryBlock> blocks;
-  // Per device, by time; at equal times frees first, as predict() orders them.
+  // Per device, by time; at equal times frees first, as predict() orders them. A block a task of
+  // no time writes and its readers of no time read (the GPU model prices the ops fused into an
+  // element-wise chain so) is freed and allocated at one instant, its free first: it adds nothing
+  // to the bytes, and a pool's replay gives it an object and takes it back at once.
   std::vector<std::vector<BlockEvent>> events;
 };
 
