@@ -61,17 +61,22 @@ Where cleave agrees and disagrees:
   without prefetch; cleave's `lru-swap` issues each copy back one op ahead and the simulator
   overlaps copies with computation on the V100's copy engine, so it is a far stronger baseline
   than the paper's (under 1% of ideal): 65% on WResNet-152-10, 16% and 49% on the RNNs.
-- **No swapadvisor plan for the CNNs.** cleave's `swapadvisor` puts every block in a static pool
-  of size classes, as the paper does; WResNet-152-10's activations come in blocks of up to
-  1.9 GiB, a 16 GiB pool holds a few objects of that class, and in every chromosome of the first
-  population some position finds them all in use or idle for fewer than 2 ops; the wide
-  Inception-v4's size classes need more than the device for one op's blocks (`lru-swap` plans
-  it at 68% of ideal, the paper's range being 53-99%). The stand-ins
-  (device-resident weights) fail the same way at this commit, and with the planner of the
-  commit before blocks could start on the host too (checked): the previous table's stand-in
-  figures (68-73% of ideal) were taken before changes merged from main since (the ideal
-  throughputs in this table moved as well), and what makes the pools fail now was not found.
-  `lru-swap`, allocating bytes, plans every row.
+- **CNNs: the stand-ins are planned, the paper's sizes are not.** swapadvisor plans the
+  stand-ins (device-resident weights) at 57.6% of ideal (WResNet-152-2), 64.1% (WResNet-50-4)
+  and 22.0% (Inception-v3), below `lru-swap` (67.9%, 74.9%, 47.2%), where the paper's search
+  beats on-demand swapping by up to 2.5x on CNNs. Its plans move more bytes (Inception-v3:
+  19.76 GiB against 6.87 GiB), as a static pool of size classes must keep objects for each
+  class's most blocks at once where `lru-swap` allocates bytes, and these CNNs' blocks come in
+  dozens of sizes. The previous table's failure of every chromosome on every CNN was the
+  simulator's, not the planner's: the pool's replay kept the object of each block that lives no
+  time (the GPU model prices fused element-wise ops at zero), fixed
+  (docs/search_swapadvisor.md). At the paper's sizes the pool still finds no plan:
+  WResNet-152-10's activations come in blocks of up to 1.9 GiB, of which a 16 GiB pool holds a
+  few, all in use at some position of every first-population chromosome; the wide
+  Inception-v4's size classes need 16.83 GiB for one op's blocks (`lru-swap` plans them at 65%
+  and 68% of ideal). RNN-8-4K's stand-in finds no plan either: every chromosome's simulated step
+  misses a pool object where the planner's walk had one (docs/search_swapadvisor.md, "Not done
+  yet").
 - **Not in the zoo**: NasNet-25, so its row is missing. Inception-v4's widening for the paper is
   not given; width 6 at batch 64 needs 77 GB, near the paper's 71 GB.
 """
