@@ -177,8 +177,10 @@ class Search {
     return p;
   }
 
-  // One chain from `start`, with `chains_left` chains (this one included) still to run.
-  Status chain(plan::Plan start, std::string const& name, int chains_left);
+  // Prices a starting plan (one simulation) and counts it as a candidate for the best plan.
+  Expected<Pricer> price_start(plan::Plan start, std::string const& name);
+  // One chain from a priced start, with `chains_left` chains (this one included) still to run.
+  Status chain(Pricer sim, std::string const& name, int chains_left);
 
   Expected<plan::Plan> result(bool default_budget) const;
 
@@ -246,11 +248,15 @@ void Search::consider(Score const& s, plan::Plan const& p, std::string const& na
     course_.best.emplace_back(best_at_, s.step);
 }
 
-Status Search::chain(plan::Plan start, std::string const& name, int chains_left) {
+Expected<Pricer> Search::price_start(plan::Plan start, std::string const& name) {
   start.num_devices = static_cast<int>(ctx_.cluster().num_devices());
   CLEAVE_TRY(auto sim, Pricer::create(ctx_, std::move(start), full_));
+  consider(score_of(sim.prediction()), sim.plan(), name);
+  return sim;
+}
+
+Status Search::chain(Pricer sim, std::string const& name, int chains_left) {
   Score current = score_of(sim.prediction());
-  consider(current, sim.plan(), name);
   Score chain_best = current;
   plan::Plan chain_best_plan = sim.plan();
   // This chain's share of what is left of the budget.
@@ -389,12 +395,28 @@ Expected<plan::Plan> flexflow(SearchContext const& ctx, Options const& options) 
   starts.emplace_back("expert", expert(run));
   if (options.choice("tofu_start") == "on") starts.emplace_back("tofu", tofu_plan(run));
   starts.emplace_back("random", search.random_plan());
-  int left = 0;
-  for (auto const& [name, start] : starts)
-    left += start.has_value();
+  // Each start is priced once, then the chains run best start first (by the order that picks the
+  // best plan; a tie keeps the order above), so that the time to the final plan is not spent on
+  // chains from worse starts. The priced simulators are kept for their chains (on 64 devices a
+  // start's first simulation takes seconds).
+  struct Priced {
+    std::string name;
+    Score score;
+    std::unique_ptr<Pricer> sim;
+  };
+  std::vector<Priced> priced;
   for (auto& [name, start] : starts) {
     if (!start) continue;
-    CLEAVE_CHECK_OK(search.chain(std::move(*start), name, left--));
+    CLEAVE_TRY(auto sim, search.price_start(std::move(*start), name));
+    Score score = score_of(sim.prediction());
+    priced.push_back({name, score, std::make_unique<Pricer>(std::move(sim))});
+  }
+  std::stable_sort(priced.begin(), priced.end(),
+                   [](Priced const& a, Priced const& b) { return better(a.score, b.score); });
+  int left = static_cast<int>(priced.size());
+  for (auto& chain : priced) {
+    CLEAVE_CHECK_OK(search.chain(std::move(*chain.sim), chain.name, left--));
+    chain.sim.reset();
   }
   return search.result(default_budget);
 }
