@@ -177,6 +177,7 @@ class Search {
     return p;
   }
 
+  Expected<Pricer> pricer(plan::Plan p) const { return Pricer::create(ctx_, std::move(p), full_); }
   // Prices a starting plan (one simulation) and counts it as a candidate for the best plan.
   Expected<Pricer> price_start(plan::Plan start, std::string const& name);
   // One chain from a priced start, with `chains_left` chains (this one included) still to run.
@@ -250,7 +251,7 @@ void Search::consider(Score const& s, plan::Plan const& p, std::string const& na
 
 Expected<Pricer> Search::price_start(plan::Plan start, std::string const& name) {
   start.num_devices = static_cast<int>(ctx_.cluster().num_devices());
-  CLEAVE_TRY(auto sim, Pricer::create(ctx_, std::move(start), full_));
+  CLEAVE_TRY(auto sim, pricer(std::move(start)));
   consider(score_of(sim.prediction()), sim.plan(), name);
   return sim;
 }
@@ -397,26 +398,38 @@ Expected<plan::Plan> flexflow(SearchContext const& ctx, Options const& options) 
   starts.emplace_back("random", search.random_plan());
   // Each start is priced once, then the chains run best start first (by the order that picks the
   // best plan; a tie keeps the order above), so that the time to the final plan is not spent on
-  // chains from worse starts. The priced simulators are kept for their chains (on 64 devices a
-  // start's first simulation takes seconds).
+  // chains from worse starts. Only the best start's simulator is kept for its chain: on 64 devices
+  // one holds gigabytes (a start's first simulation taking seconds, the others are priced again
+  // when their chains begin).
   struct Priced {
     std::string name;
     Score score;
-    std::unique_ptr<Pricer> sim;
+    plan::Plan plan;
   };
   std::vector<Priced> priced;
+  std::optional<Pricer> kept;
+  std::string kept_name;
   for (auto& [name, start] : starts) {
     if (!start) continue;
     CLEAVE_TRY(auto sim, search.price_start(std::move(*start), name));
     Score score = score_of(sim.prediction());
-    priced.push_back({name, score, std::make_unique<Pricer>(std::move(sim))});
+    priced.push_back({name, score, sim.plan()});
+    if (kept && !better(score, score_of(kept->prediction()))) continue;
+    kept.reset();
+    kept = std::move(sim);
+    kept_name = name;
   }
   std::stable_sort(priced.begin(), priced.end(),
                    [](Priced const& a, Priced const& b) { return better(a.score, b.score); });
   int left = static_cast<int>(priced.size());
   for (auto& chain : priced) {
-    CLEAVE_CHECK_OK(search.chain(std::move(*chain.sim), chain.name, left--));
-    chain.sim.reset();
+    if (chain.name == kept_name) {
+      CLEAVE_CHECK_OK(search.chain(std::move(*kept), chain.name, left--));
+      kept.reset();
+      continue;
+    }
+    CLEAVE_TRY(auto sim, search.pricer(std::move(chain.plan)));
+    CLEAVE_CHECK_OK(search.chain(std::move(sim), chain.name, left--));
   }
   return search.result(default_budget);
 }
