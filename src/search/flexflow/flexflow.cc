@@ -307,7 +307,8 @@ Status Search::chain(Pricer sim, std::string const& name, int chains_left) {
       break;
     if (it - reset_at >= reset_) {
       reset_at = it;
-      CLEAVE_TRY(sim, Pricer::create(ctx_, chain_best_plan, full_));
+      sim = Pricer();  // one simulator at a time
+      CLEAVE_TRY(sim, pricer(chain_best_plan));
       current = chain_best;
     }
   }
@@ -398,9 +399,9 @@ Expected<plan::Plan> flexflow(SearchContext const& ctx, Options const& options) 
   starts.emplace_back("random", search.random_plan());
   // Each start is priced once, then the chains run best start first (by the order that picks the
   // best plan; a tie keeps the order above), so that the time to the final plan is not spent on
-  // chains from worse starts. Only the best start's simulator is kept for its chain: on 64 devices
-  // one holds gigabytes (a start's first simulation taking seconds, the others are priced again
-  // when their chains begin).
+  // chains from worse starts. One simulator is held at a time (on 64 K80s one holds gigabytes, and
+  // two overflowed a 23 GiB machine): each start's is dropped before the next is priced, and a
+  // chain prices its start again, unless it is the last one priced (kept).
   struct Priced {
     std::string name;
     Score score;
@@ -411,12 +412,9 @@ Expected<plan::Plan> flexflow(SearchContext const& ctx, Options const& options) 
   std::string kept_name;
   for (auto& [name, start] : starts) {
     if (!start) continue;
-    CLEAVE_TRY(auto sim, search.price_start(std::move(*start), name));
-    Score score = score_of(sim.prediction());
-    priced.push_back({name, score, sim.plan()});
-    if (kept && !better(score, score_of(kept->prediction()))) continue;
     kept.reset();
-    kept = std::move(sim);
+    CLEAVE_TRY(kept, search.price_start(std::move(*start), name));
+    priced.push_back({name, score_of(kept->prediction()), kept->plan()});
     kept_name = name;
   }
   std::stable_sort(priced.begin(), priced.end(),
