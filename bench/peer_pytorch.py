@@ -15,7 +15,7 @@ processes over gloo, one thread each, each half the batch).
 
 Usage: /usr/bin/python3 bench/peer_pytorch.py --cleave build-release/cleave [--models a,b]
        [--steps N] [--rounds R] [--no-two-cores]
-       /usr/bin/python3 bench/peer_pytorch.py --cleave ... --ops MODEL   # op-by-op times
+       /usr/bin/python3 bench/peer_pytorch.py --cleave ... --ops MODEL [--threads N]  # op by op
 Writes the markdown table to stdout (bench/run.sh keeps it in bench/results/peer_pytorch.md).
 """
 import argparse
@@ -273,14 +273,15 @@ def two_cores(args, directory):
 
 
 def op_times(args, directory):
-    """Per-op time of one step on one core: cleave's trace (per op, its pieces summed) beside
-    torch.profiler's self CPU time per aten op, both largest first."""
+    """Per-op time of one step on `--threads` cores (1 by default): cleave's trace of the single
+    plan (per op, its pieces summed) beside torch.profiler's self CPU time per aten op, both
+    largest first."""
     name = args.ops
     make, example, label_shape, _ = models()[name]
     onnx = export(name, make().train(), example, directory)
     plan = cleave_plan(args.cleave, onnx, "cpu:devices=1", "single", directory)
     trace = os.path.join(directory, "trace.json")
-    cleave_steps(args.cleave, plan, 2, 1, trace)
+    cleave_steps(args.cleave, plan, 2, args.threads, trace)
     with open(trace) as f:
         events = json.load(f)
     events = events["traceEvents"] if isinstance(events, dict) else events
@@ -292,7 +293,7 @@ def op_times(args, directory):
     print(f"cleave {name}: {sum(per_op.values()):.1f} ms in traced tasks")
     for op, ms in per_op.most_common(args.top):
         print(f"  {ms:8.2f} ms  {op}")
-    set_threads(1)
+    set_threads(args.threads)
     model = make().train()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     labels = torch.randint(0, 10, label_shape)
@@ -362,6 +363,7 @@ def main():
     parser.add_argument("--no-two-cores", action="store_true")
     parser.add_argument("--ops", help="print op-by-op times of this model instead")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--threads", type=int, default=1, help="threads of --ops' runs")
     args = parser.parse_args()
     args.models = args.models.split(",")
     args.algos = args.algos.split(",")

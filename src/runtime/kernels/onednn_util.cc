@@ -1,5 +1,8 @@
 #include "runtime/kernels/onednn_util.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -166,6 +169,16 @@ Status check_data(std::string_view kernel, KernelCall const& call) {
       return Error(ErrorCode::invalid_argument,
                    std::string(kernel) + ": input " + std::to_string(i) + " has no data");
   return Status::ok();
+}
+
+int threads_for(std::int64_t work, std::int64_t min_work) {
+#if defined(__SANITIZE_THREAD__)
+  (void)work;
+  (void)min_work;
+  return 1;
+#else
+  return work < min_work ? 1 : std::max(1, omp_get_max_threads());
+#endif
 }
 
 bool inputs_dense(KernelCall const& call) {
