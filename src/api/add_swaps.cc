@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/assert.h"
 #include "support/format_bytes.h"
 
 namespace cleave::api {
@@ -54,6 +55,21 @@ Expected<SwapOutcome> add_swaps(ModelInput const& model, plan::Plan const& plan,
   auto after = sim::evaluate({model.training, registry, out.plan, cost, model.batch});
   if (!after) return std::move(after).error().with_context("evaluating the plan with swaps");
   out.evaluation = std::move(*after);
+  return out;
+}
+
+Expected<std::vector<SwapOutcome>> add_swaps(ModelInput const& model, cost::CostModel const& cost,
+                                             ops::OpRegistry const& registry,
+                                             std::vector<plan::Plan>& plans,
+                                             std::vector<report::PlanRow>& rows) {
+  CLEAVE_ASSERT(plans.size() == rows.size(), "one row per plan");
+  std::vector<SwapOutcome> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CLEAVE_TRY(auto outcome, add_swaps(model, plans[i], rows[i].evaluation, cost, registry));
+    plans[i] = outcome.plan;
+    rows[i].evaluation = outcome.evaluation;
+    out.push_back(std::move(outcome));
+  }
   return out;
 }
 
@@ -150,6 +166,15 @@ nlohmann::json swaps_to_json(SwapOutcome const& outcome) {
           {"slowdown", outcome.slowdown()},
           {"swapped_bytes", swapped},
           {"devices", devices}};
+}
+
+std::string rows_with_swaps_to_json(std::string const& model, std::string const& cluster,
+                                    std::vector<report::PlanRow> const& rows,
+                                    std::vector<SwapOutcome> const& swaps) {
+  auto j = nlohmann::json::parse(report::rows_to_json(model, cluster, rows));
+  for (std::size_t i = 0; i < swaps.size(); ++i)
+    j["plans"][i]["swap"] = swaps_to_json(swaps[i]);
+  return j.dump(2) + "\n";
 }
 
 }  // namespace cleave::api

@@ -11,6 +11,7 @@
 
 #include "api/model_input.h"
 #include "api/swap_fix.h"
+#include "report/plan_report.h"
 
 namespace cleave::api {
 
@@ -31,6 +32,14 @@ Expected<SwapOutcome> add_swaps(ModelInput const& model, plan::Plan const& plan,
                                 sim::Evaluation const& before, cost::CostModel const& cost,
                                 ops::OpRegistry const& registry);
 
+// `--swap` on rows of `plan`, `simulate` or `compare`: each of `plans` (rows[i] its evaluation)
+// with swaps on the devices it overflows; rows[i] then evaluates plans[i] with them. Per row,
+// what the swaps did.
+Expected<std::vector<SwapOutcome>> add_swaps(ModelInput const& model, cost::CostModel const& cost,
+                                             ops::OpRegistry const& registry,
+                                             std::vector<plan::Plan>& plans,
+                                             std::vector<report::PlanRow>& rows);
+
 // A device the swaps leave over capacity: its name, by how much, and what at its peak no swap may
 // move, by role. Ok when every device fits.
 Status swaps_fit(SwapOutcome const& outcome);
@@ -42,5 +51,9 @@ std::string swaps_to_text(std::string const& algorithm, SwapOutcome const& outco
 // slowdown, swapped_bytes, devices [{device, name, over_bytes, movable_bytes, unmovable {role:
 // bytes}, swaps, swapped_bytes, peak_before_bytes, peak_bytes, capacity_bytes, fits, why_not}].
 nlohmann::json swaps_to_json(SwapOutcome const& outcome);
+// report::rows_to_json with each row's swaps under "swap", as `--swap --json` prints them.
+std::string rows_with_swaps_to_json(std::string const& model, std::string const& cluster,
+                                    std::vector<report::PlanRow> const& rows,
+                                    std::vector<SwapOutcome> const& swaps);
 
 }  // namespace cleave::api

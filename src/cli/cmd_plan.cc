@@ -3,7 +3,6 @@
 // side on one model and cluster, optionally as HTML) and `cleave report` (a plan's HTML page).
 #include <cstdio>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "api/add_swaps.h"
 #include "api/evaluate.h"
@@ -54,12 +53,7 @@ void print_rows(std::string const& model, std::string const& cluster,
                 std::vector<report::PlanRow> const& rows, std::string const& profile_path,
                 bool json, std::vector<api::SwapOutcome> const& swaps = {}) {
   if (json && swaps.empty()) return print(report::rows_to_json(model, cluster, rows));
-  if (json) {
-    auto j = nlohmann::json::parse(report::rows_to_json(model, cluster, rows));
-    for (std::size_t i = 0; i < swaps.size(); ++i)
-      j["plans"][i]["swap"] = api::swaps_to_json(swaps[i]);
-    return print(j.dump(2) + "\n");
-  }
+  if (json) return print(api::rows_with_swaps_to_json(model, cluster, rows, swaps));
   print(report::rows_to_text(model, cluster, rows));
   if (rows.size() == 1) {
     print(report::violations_to_text(rows.front().evaluation));
@@ -74,23 +68,6 @@ void print_rows(std::string const& model, std::string const& cluster,
     std::printf("%-15s %lld of %lld\n", r.algorithm.c_str(),
                 static_cast<long long>(r.prediction().measured_tasks),
                 static_cast<long long>(r.prediction().priced_tasks));
-}
-
-// --swap: each row's plan with swaps on the devices it overflows; the row then evaluates the plan
-// with them. Per row, what the swaps did.
-Expected<std::vector<api::SwapOutcome>> add_swaps(api::ModelInput const& model,
-                                                  cost::CostModel const& cost,
-                                                  ops::OpRegistry const& registry,
-                                                  std::vector<plan::Plan>& plans,
-                                                  std::vector<report::PlanRow>& rows) {
-  std::vector<api::SwapOutcome> out;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    CLEAVE_TRY(auto outcome, api::add_swaps(model, plans[i], rows[i].evaluation, cost, registry));
-    plans[i] = outcome.plan;
-    rows[i].evaluation = outcome.evaluation;
-    out.push_back(std::move(outcome));
-  }
-  return out;
 }
 
 // The model, the cluster and the pricing that `plan` and `compare` work on.
@@ -141,7 +118,7 @@ int run_plan(ops::OpRegistry const& registry, PlanCommand const& cmd) {
   std::vector<plan::Plan> plans{std::move(*p)};
   std::vector<api::SwapOutcome> swaps;
   if (cmd.swap) {
-    auto added = add_swaps(model, *cost, registry, plans, rows);
+    auto added = api::add_swaps(model, *cost, registry, plans, rows);
     if (!added) return report(added.error());
     swaps = std::move(*added);
     if (!cmd.output.empty() && swaps.front().changed()) {
@@ -181,7 +158,7 @@ int run_simulate(ops::OpRegistry const& registry, SimulateCommand const& cmd) {
   std::vector<api::SwapOutcome> swaps;
   if (cmd.swap) {
     std::vector<plan::Plan> plans{p};
-    auto added = add_swaps(model, *cost, registry, plans, rows);
+    auto added = api::add_swaps(model, *cost, registry, plans, rows);
     if (!added) return report(added.error());
     swaps = std::move(*added);
   }
@@ -213,7 +190,7 @@ int run_compare(ops::OpRegistry const& registry, CompareCommand const& cmd) {
   if (!rows) return report(rows.error());
   std::vector<api::SwapOutcome> swaps;
   if (cmd.swap) {
-    auto added = add_swaps(model, *cost, registry, plans, *rows);
+    auto added = api::add_swaps(model, *cost, registry, plans, *rows);
     if (!added) return report(added.error());
     swaps = std::move(*added);
   }

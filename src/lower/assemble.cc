@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <iterator>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "lower/lowering_state.h"
 #include "support/assert.h"
 
@@ -140,6 +144,72 @@ void Lowering::State::assemble(std::vector<bool> const* rebuilt) {
   p.initial.resize(initials);
 }
 
+void Lowering::State::assemble_once() {
+  CLEAVE_ASSERT(program.tasks.empty(), "lower()'s state assembles once");
+  Program& p = program;
+  p.num_devices = plan.num_devices;
+  std::size_t parts = num_ops + 2 * std::size_t{num_tensors};
+  offset.assign(parts, 0);
+  first_collective.assign(parts, 0);
+  first_initial.assign(parts, 0);
+  TaskId end = 0;
+  for (auto id : order) {
+    offset[id] = end;
+    end += static_cast<TaskId>(part_of(id).tasks.size());
+  }
+  p.tasks.reserve(end);
+  CollectiveId collectives = 0;
+  std::vector<TaskId> deps;
+  std::vector<Read const*> reads;  // an op's, per input
+  std::size_t freed = 0;           // bytes of the parts' task lists freed since the last trim
+  constexpr std::size_t trim_every = std::size_t{128} << 20;
+  for (auto id : order) {
+    bool is_op = id < num_ops;
+    Part& part = part_of(id);
+    first_collective[id] = collectives;
+    first_initial[id] = p.initial.size();
+    reads.clear();
+    if (is_op) {
+      ir::Op const& op = graph.op(ir::OpId(id));
+      for (std::size_t i = 0; i < op.inputs.size(); ++i)
+        reads.push_back(&read_of(ir::OpId(id), i));
+    }
+    // As assemble(): a task's own dependencies, then (a compute task) what it waits for of each
+    // input in the inputs' order.
+    for (std::size_t i = 0; i < part.tasks.size(); ++i) {
+      deps.clear();
+      for (auto r : part.deps[i])
+        deps.push_back(resolve(r));
+      for (Read const* read : reads)
+        if (i < read->pieces.size())
+          for (auto r : read->pieces[i])
+            deps.push_back(resolve(r));
+      Task& task = p.tasks.emplace_back(std::move(part.tasks[i]));
+      task.collective = no_collective;
+      task.deps.assign(deps.begin(), deps.end());
+    }
+    if (!is_op)
+      for (auto const& b : tensor_parts[id - num_ops].initial)
+        p.initial.push_back(b);
+    add_collectives(id, part, p, collectives);
+    // A tensor part's reads stay: its readers come later.
+    freed += part.tasks.capacity() * sizeof(Task);
+    std::vector<Task>().swap(part.tasks);
+    part.deps = RefLists{};
+    std::vector<Collective>().swap(part.collectives);
+#if defined(__GLIBC__)
+    // The parts' lists are small blocks, which glibc keeps resident once freed; the program's
+    // list, one large block, takes pages of its own as it fills. Handing the freed pages back as
+    // the assembly goes keeps each task's bytes resident once, not twice (issue 21).
+    if (freed > trim_every) {
+      malloc_trim(0);
+      freed = 0;
+    }
+#endif
+  }
+  p.collectives.resize(collectives);
+}
+
 bool Lowering::State::unchanged(Task const& t, Task const& before) const {
   bool same = t.kind == before.kind && t.device == before.device &&
               t.source_device == before.source_device && t.op == before.op &&
@@ -182,15 +252,21 @@ bool Lowering::State::add_compute_deps(ir::OpId id, Program& p, std::vector<bool
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     auto tp_id = part_id(op.inputs[i], pass_of(op.inputs[i], id));
     changed = changed || (rebuilt && (*rebuilt)[tp_id]);
-    auto const& reads = tensor_parts[tp_id - num_ops].reads;
-    auto it = std::find_if(reads.begin(), reads.end(),
-                           [&](Read const& r) { return r.op == id && r.input == i; });
-    CLEAVE_ASSERT(it != reads.end(), "a consumer's read is missing from its input's part");
-    for (std::size_t k = 0; k < it->pieces.size(); ++k)
-      for (auto r : it->pieces[k])
+    Read const& read = read_of(id, i);
+    for (std::size_t k = 0; k < read.pieces.size(); ++k)
+      for (auto r : read.pieces[k])
         p.tasks[base + k].deps.push_back(resolve(r));
   }
   return changed;
+}
+
+Read const& Lowering::State::read_of(ir::OpId id, std::size_t input) const {
+  ir::TensorId t = graph.op(id).inputs[input];
+  auto const& reads = tensor_parts[part_id(t, pass_of(t, id)) - num_ops].reads;
+  auto it = std::find_if(reads.begin(), reads.end(),
+                         [&](Read const& r) { return r.op == id && r.input == input; });
+  CLEAVE_ASSERT(it != reads.end(), "a consumer's read is missing from its input's part");
+  return *it;
 }
 
 }  // namespace cleave::lower

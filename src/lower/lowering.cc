@@ -85,8 +85,12 @@ Status Lowering::State::build() {
     order.push_back(id.value());
     order.push_back(part_id(graph.op(id).outputs[0], early_pass));
   }
-  if (once) std::vector<PieceReads>().swap(pieces);
-  assemble(nullptr);
+  if (!once) {
+    assemble(nullptr);
+    return Status::ok();
+  }
+  std::vector<PieceReads>().swap(pieces);
+  assemble_once();
   return Status::ok();
 }
 

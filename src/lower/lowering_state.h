@@ -180,8 +180,8 @@ struct Lowering::State {
   Replaced replaced;
   CollectiveForm form = CollectiveForm::explicit_transfers;
   // Set by lower(), whose state serves once: the pieces' reads are dropped once the tensor parts
-  // are built, before the program's tasks are copied out of the parts (issue 21: a tenth of the
-  // lowering's peak). A Lowering keeps them for reconfigure().
+  // are built (issue 21: a tenth of the lowering's peak), and the parts' tasks move into the
+  // program (assemble_once). A Lowering keeps both for reconfigure().
   bool once = false;
 
   State(ir::Graph const& g, plan::Plan p, ops::OpRegistry const& r)
@@ -202,6 +202,9 @@ struct Lowering::State {
   }
   Part const& part_of(std::uint32_t id) const {
     return id < num_ops ? op_parts[id] : static_cast<Part const&>(tensor_parts[id - num_ops]);
+  }
+  Part& part_of(std::uint32_t id) {
+    return id < num_ops ? op_parts[id] : static_cast<Part&>(tensor_parts[id - num_ops]);
   }
   // A part's task's id in `program` (its part placed at offset).
   TaskId resolve(Ref r) const { return offset[r.part] + r.index; }
@@ -271,6 +274,13 @@ struct Lowering::State {
   // without copying them; and previous_ids is recorded.
   void assemble(std::vector<bool> const* rebuilt);
 
+  // lower()'s assembly (`once`): the same program as assemble(nullptr), but each part's tasks
+  // move into it (their boxes with them) and the part's tasks are freed as soon as they have
+  // (issue 21: copying them held every task twice at the lowering's peak). The program's list is
+  // reserved, not filled, up front, so that its pages are touched only as the parts' are freed,
+  // and each dependency list is allocated once at its size.
+  void assemble_once();
+
   // Whether an emitted task is what an old one was (same content, dependencies mapped to its old
   // ones), so that it keeps its timing and place in the old run.
   bool unchanged(Task const& t, Task const& before) const;
@@ -282,6 +292,9 @@ struct Lowering::State {
   // Gives op `id`'s compute tasks (already in p) what they wait for, from the tensor parts of its
   // inputs; returns whether one of those parts was rebuilt.
   bool add_compute_deps(ir::OpId id, Program& p, std::vector<bool> const* rebuilt);
+
+  // What op `id`'s pieces wait for of its input `input` (in that input's part of its pass).
+  Read const& read_of(ir::OpId id, std::size_t input) const;
 };
 
 }  // namespace cleave::lower

@@ -23,24 +23,26 @@ constexpr CollectiveId no_collective = ~CollectiveId{0};
 // swap_out: device -> its node's host; swap_in: host -> device (SwapAdvisor's host copies).
 enum class TaskKind : std::uint8_t { compute, transfer, reduce, swap_out, swap_in };
 
+// Fields ordered so that the narrow ones share words (120 bytes on 64-bit targets, was 136): a
+// program holds millions of tasks (issue 21: 18 M for GPT-3 data parallel on 1,024 devices).
 struct Task {
   TaskKind kind = TaskKind::compute;
+  bool partial = false;  // compute: its output is a partial result; transfer: it moves one
+  tdl::Reducer reducer = tdl::Reducer::none;  // reduce: how partials combine
   int device = 0;          // where it runs; for a transfer, the destination; for a swap, the device
   int source_device = -1;  // transfer: where the data comes from; -1: from its collective's group
                            // (a device's one member of a collective lowered per device, below)
   ir::OpId op;             // compute: the op; reduce: the op whose partial outputs it combines;
                            // partial transfer: the op that computed the partial result
   std::uint32_t piece = 0;  // compute: the piece of the op; partial transfer: the source piece
-  tdl::Box iteration;       // compute: the piece's box of the op's iteration space
   ir::TensorId tensor;      // the tensor written (compute, reduce) or moved (transfer, swap)
-  tdl::Box region;          // the region written or moved
-  bool partial = false;     // compute: its output is a partial result; transfer: it moves one
-  tdl::Reducer reducer = tdl::Reducer::none;  // reduce: how partials combine
-  std::vector<TaskId> deps;  // tasks that must finish first (always earlier in the list)
-  Flops flops;               // compute and reduce work
-  Bytes bytes;  // transfer, swap: bytes moved (and, for a transfer, held where it lands);
-                // compute: bytes read and written
   CollectiveId collective = no_collective;  // the collective this task is a member of, if any
+  Flops flops;                              // compute and reduce work
+  Bytes bytes;         // transfer, swap: bytes moved (and, for a transfer, held where it lands);
+                       // compute: bytes read and written
+  tdl::Box iteration;  // compute: the piece's box of the op's iteration space
+  tdl::Box region;     // the region written or moved
+  std::vector<TaskId> deps;  // tasks that must finish first (always earlier in the list)
 };
 
 // The cost model's kinds: what a collective amounts to is what it is priced as.

@@ -91,20 +91,20 @@ Expected<std::vector<std::int64_t>> out_size(std::string const& op, Window const
                                              std::span<std::int64_t const> in, bool ceil) {
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < in.size(); ++i) {
-    // Attributes and shapes are the user's: sums past int64 are an error (found by graph_json_fuzz).
+    // Attributes and shapes are the user's: sums past int64 are an error (found by
+    // graph_json_fuzz).
     auto padded = checked_add(in[i], w.lo[i]);
     if (padded) padded = checked_add(*padded, w.hi[i]);
     auto reach = checked_mul(w.d[i], w.k[i] - 1);
     if (!padded || !reach)
       return shape_error(op, "the padded input or the dilated window overflows 64-bit integers");
     std::int64_t span = *padded - *reach - 1;
-    std::int64_t o =
-        span < 0 ? 0 : span / w.s[i] + (ceil && span % w.s[i] != 0 ? 1 : 0) + 1;
+    std::int64_t o = span < 0 ? 0 : span / w.s[i] + (ceil && span % w.s[i] != 0 ? 1 : 0) + 1;
     if (ceil && o > 0 && (o - 1) * w.s[i] >= in[i] + w.lo[i])
       --o;  // the last window must start inside the input
     if (o < 1)
-      return shape_error(op, "the window (" + ir::shape_to_string(w.k) + ", dilation " + ir::shape_to_string(w.d) +
-                                 ") is larger than the padded input (" +
+      return shape_error(op, "the window (" + ir::shape_to_string(w.k) + ", dilation " +
+                                 ir::shape_to_string(w.d) + ") is larger than the padded input (" +
                                  ir::shape_to_string({in.begin(), in.end()}) + ")");
     out.push_back(o);
   }
@@ -126,17 +126,6 @@ std::string axis_vars(std::size_t n, char const* SpatialAxis::*field) {
   for (auto const& ax : spatial_axes(n))
     out += std::string(out.empty() ? "" : ",") + ax.*field;
   return out;
-}
-
-tdl::Params window_params(Window const& w) {
-  tdl::Params p;
-  auto axes = spatial_axes(w.k.size());
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    p[axes[i].stride] = static_cast<double>(w.s[i]);
-    p[axes[i].dil] = static_cast<double>(w.d[i]);
-    p[axes[i].pad] = static_cast<double>(w.lo[i]);
-  }
-  return p;
 }
 
 // conv2d (spatial = 2, NCHW) and conv3d (spatial = 3, NCDHW): one statement for any number of
@@ -167,11 +156,11 @@ Expected<OpInstance> conv(std::size_t spatial, ir::Attrs const& a,
   if (groups == 1) {
     inst = instance("Y[n,co," + vars + "] = sum(ci," + taps + ") X[n,ci," + reads + "] * W[co,ci," +
                         taps + "]",
-                    {"X", "W"}, window_params(w));
+                    {"X", "W"}, window_params(w.s, w.d, w.lo));
   } else {
     inst = instance("Y[n,g*COG+co," + vars + "] = sum(ci," + taps + ") X[n,g*CIG+ci," + reads +
                         "] * W[g*COG+co,ci," + taps + "]",
-                    {"X", "W"}, window_params(w));
+                    {"X", "W"}, window_params(w.s, w.d, w.lo));
     inst.params["COG"] = static_cast<double>(k[0] / groups);
     inst.params["CIG"] = static_cast<double>(k[1]);
     inst.extents = {{"g", groups}, {"co", k[0] / groups}};
@@ -192,7 +181,7 @@ Expected<OpInstance> pool2d(std::string const& op, bool is_max, ir::Attrs const&
   CLEAVE_TRY(Window w, window(op, a, kernel));
   bool ceil = a.get_int("ceil_mode", 0) != 0;
   CLEAVE_TRY(auto hw, out_size(op, w, std::span(x).subspan(2), ceil));
-  tdl::Params p = window_params(w);
+  tdl::Params p = window_params(w.s, w.d, w.lo);
   p["KH"] = static_cast<double>(w.k[0]);
   p["KW"] = static_cast<double>(w.k[1]);
   std::string read = "X[n,c," + window_reads(2) + "]";

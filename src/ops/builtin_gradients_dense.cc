@@ -26,17 +26,6 @@ Geometry geometry(ir::Attrs const& a, std::vector<std::int64_t> const& kernel) {
   return g;
 }
 
-tdl::Params geometry_params(Geometry const& g) {
-  tdl::Params p;
-  auto axes = spatial_axes(g.s.size());
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    p[axes[i].stride] = static_cast<double>(g.s[i]);
-    p[axes[i].dil] = static_cast<double>(g.d[i]);
-    p[axes[i].pad] = static_cast<double>(g.p[i]);
-  }
-  return p;
-}
-
 // The forward output position whose window reads input position `v` through kernel tap `k`:
 // `index` = (v+p-k*d)/s, and `hit` = a factor that is 1 when the division is exact (empty for
 // stride 1). An index past the output reads 0, so it needs no test.
@@ -120,7 +109,7 @@ Expected<OpInstance> conv_grad_input(std::size_t spatial, OpRegistry const& r, i
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[0], y.shape,
                                fwd + " of X " + shape_of(x) + " and W " + shape_of(k)));
   Geometry g = geometry(a, {k.begin() + 2, k.end()});
-  tdl::Params p = geometry_params(g);
+  tdl::Params p = window_params(g.s, g.d, g.p);
   std::string vars = "sum(co", at, taps, hits, ins;
   auto axes = spatial_axes(spatial);
   for (std::size_t i = 0; i < spatial; ++i) {
@@ -170,7 +159,7 @@ Expected<OpInstance> conv_grad_weight(std::size_t spatial, OpRegistry const& r, 
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[0], y.shape,
                                fwd + " of X " + shape_of(x) + " with weights " + shape_of(w)));
   Geometry g = geometry(a, kernel);
-  tdl::Params p = geometry_params(g);
+  tdl::Params p = window_params(g.s, g.d, g.p);
   std::string taps, vars, reads;
   auto axes = spatial_axes(spatial);
   for (std::size_t i = 0; i < spatial; ++i) {
@@ -210,7 +199,7 @@ Expected<OpInstance> max_pool2d_grad(OpRegistry const& r, ir::Attrs const& a,
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[2], y.shape, why));
   auto kernel = a.get_ints("kernel", {});
   Geometry g = geometry(a, kernel);
-  tdl::Params p = geometry_params(g);
+  tdl::Params p = window_params(g.s, g.d, g.p);
   p["KH"] = static_cast<double>(kernel[0]);
   p["KW"] = static_cast<double>(kernel[1]);
   Transposed ty = transposed("h", "dy", "sh", "dh", "pt", g.s[0]);
@@ -230,7 +219,7 @@ Expected<OpInstance> avg_pool2d_grad(OpRegistry const& r, ir::Attrs const& a,
   CLEAVE_CHECK_OK(expect_shape(op, "dY", in[0], y.shape, "avg_pool2d of X " + shape_of(x)));
   auto kernel = a.get_ints("kernel", {});
   Geometry g = geometry(a, kernel);
-  tdl::Params p = geometry_params(g);
+  tdl::Params p = window_params(g.s, g.d, g.p);
   p["KH"] = static_cast<double>(kernel[0]);
   p["KW"] = static_cast<double>(kernel[1]);
   p["IH"] = static_cast<double>(x[2]);

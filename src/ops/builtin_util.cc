@@ -137,4 +137,17 @@ std::span<SpatialAxis const> spatial_axes(std::size_t n) {
   return std::span<SpatialAxis const>(axes).last(n);
 }
 
+tdl::Params window_params(std::span<std::int64_t const> stride,
+                          std::span<std::int64_t const> dilation,
+                          std::span<std::int64_t const> pad) {
+  tdl::Params p;
+  auto axes = spatial_axes(stride.size());
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    p[axes[i].stride] = static_cast<double>(stride[i]);
+    p[axes[i].dil] = static_cast<double>(dilation[i]);
+    p[axes[i].pad] = static_cast<double>(pad[i]);
+  }
+  return p;
+}
+
 }  // namespace cleave::ops::detail

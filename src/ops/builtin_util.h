@@ -58,6 +58,11 @@ struct SpatialAxis {
 };
 // The last `n` (2 or 3) of depth, height, width.
 std::span<SpatialAxis const> spatial_axes(std::size_t n);
+// The stride, dilation and leading-pad parameters of a window's statements, per spatial axis
+// (the forward ops and their gradients alike).
+tdl::Params window_params(std::span<std::int64_t const> stride,
+                          std::span<std::int64_t const> dilation,
+                          std::span<std::int64_t const> pad);
 
 // A rank check with a message that names the op and what it expects.
 Status expect_rank(std::string const& op, std::string const& input, ir::TensorType const& t,

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdio>
 
+#include "api/add_swaps.h"
 #include "api/evaluate.h"
 #include "api/html.h"
 #include "api/plan_search.h"
@@ -93,6 +94,24 @@ py::object evaluate(api::ModelInput const& model, ClusterInput const& cluster, p
     row = unwrap(api::plan_row(model, p, cost, ideal, registry()));
   }
   return row_dict(model, cluster, std::move(*row));
+}
+
+// `cleave plan --swap --json`: the plan with swaps on every device it overflows, and its row (the
+// plan with them evaluated; "swap" says per device what was over, swapped and what it costs).
+py::tuple add_swaps(api::ModelInput const& model, ClusterInput const& cluster, plan::Plan const& p,
+                    std::string const& profile) {
+  std::vector<plan::Plan> plans{p};
+  std::vector<report::PlanRow> rows;
+  std::string json;
+  {
+    py::gil_scoped_release release;
+    auto cost = unwrap(api::load_cost_model(cluster.cluster, profile));
+    double ideal = unwrap(api::ideal_step_time(model, cost, registry()));
+    rows.push_back(unwrap(api::plan_row(model, p, cost, ideal, registry())));
+    auto swaps = unwrap(api::add_swaps(model, cost, registry(), plans, rows));
+    json = api::rows_with_swaps_to_json(model.label, cluster.spec, rows, swaps);
+  }
+  return py::make_tuple(std::move(plans.front()), from_json(json)["plans"][py::int_(0)]);
 }
 
 std::shared_ptr<PlanBundle> load_plan_input(std::string const& path, api::TrainingFlags const& f) {
@@ -195,7 +214,7 @@ void bind_planning(py::module_& m) {
       [](std::shared_ptr<api::ModelInput> model, std::shared_ptr<ClusterInput> cluster,
          std::vector<std::string> algos, std::optional<double> budget_seconds,
          std::optional<std::int64_t> budget_iterations, std::string const& profile,
-         std::string const& html, py::kwargs options) -> py::object {
+         std::string const& html, bool swap, py::kwargs options) -> py::object {
         auto request = search_request("", 0, budget_seconds, budget_iterations, options);
         std::string json;
         {
@@ -204,19 +223,26 @@ void bind_planning(py::module_& m) {
           std::vector<plan::Plan> plans;
           auto rows = unwrap(api::compare(*model, cost, cluster->spec, std::move(algos), request,
                                           registry(), &plans));
+          std::vector<api::SwapOutcome> swaps;
+          if (swap) swaps = unwrap(api::add_swaps(*model, cost, registry(), plans, rows));
           if (!html.empty())
             unwrap(write_file_atomic(html, unwrap(api::compare_html(*model, cluster->spec, cost,
                                                                     plans, rows, registry()))));
-          json = report::rows_to_json(model->label, cluster->spec, rows);
+          json = api::rows_with_swaps_to_json(model->label, cluster->spec, rows, swaps);
         }
         return from_json(json)["plans"];
       },
       "every algorithm of ALGOS (default all) side by side: a list of dicts as `cleave compare "
       "--json` prints them, and the HTML page of them all to HTML if given; an option applies to "
-      "each algorithm that declares it",
+      "each algorithm that declares it; SWAP: each plan with swaps where it overflows a device, as "
+      "`--swap` (each row's \"swap\" says what they did)",
       py::arg("model"), py::arg("cluster"), py::arg("algos") = std::vector<std::string>{},
       py::arg("budget_seconds") = py::none(), py::arg("budget_iterations") = py::none(),
-      py::arg("profile") = "", py::arg("html") = "");
+      py::arg("profile") = "", py::arg("html") = "", py::arg("swap") = false);
+  m.def("add_swaps", &add_swaps,
+        "`cleave plan --swap --json`: (the plan with swaps on every device it overflows, its row "
+        "with \"swap\" saying per device what was over, what was swapped and the slowdown)",
+        py::arg("model"), py::arg("cluster"), py::arg("plan"), py::arg("profile") = "");
   m.def(
       "report",
       [](PlanBundle const& in, std::string const& output, std::string const& run_trace,

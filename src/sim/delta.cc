@@ -113,12 +113,12 @@ Expected<Prediction const*> DeltaSimulator::apply_unless_above(ir::OpId op, plan
   CLEAVE_ASSERT(!(kept_.valid && kept_.gave_up), "an apply that gave up is undone before another");
   remember(lowering_.program(), scratch_->old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
-  // For undo(): copied into the buffers kept from the last apply (their allocations reused), since
-  // the steps below update these in place; the costs, run and prediction are replaced whole and
-  // kept by moving them (rerun_from).
+  // For undo(): the index is copied into the buffer kept from the last apply (its allocations
+  // reused), since the steps below update it in place; the timings are rearranged in place and
+  // undo() moves them back (map_tasks); the costs, run and prediction are replaced whole and kept
+  // by moving them (rerun_from).
   kept_.valid = true;
   kept_.gave_up = false;
-  kept_.timings = timings_;
   kept_.index = index_;
   kept_.work = work_;
   work_ = {lowering_.program().tasks.size(), 0, 0, 0};
@@ -153,6 +153,17 @@ void DeltaSimulator::map_tasks() {
   auto keeps_timing = [&](lower::TaskId i) {
     return node_of[i] == i && prev[i] && old.collective_of[*prev[i]] == lower::no_collective;
   };
+  // For undo(), instead of a copy of every timing (each with its list on the heap): per old task
+  // the new one that keeps its timing, and the old timings no new task keeps (the changed tasks';
+  // members of collectives have none), moved out before the list is rearranged.
+  auto& kept_by = kept_.timing_kept_by;
+  kept_by.assign(old.tasks, std::nullopt);
+  for (lower::TaskId i = 0; i < n; ++i)
+    if (keeps_timing(i)) kept_by[*prev[i]] = i;
+  kept_.dropped_timings.clear();
+  for (lower::TaskId j = 0; j < old.tasks; ++j)
+    if (!kept_by[j] && old.collective_of[j] == lower::no_collective)
+      kept_.dropped_timings.emplace_back(j, std::move(timings_.tasks[j]));
   move_mapped(timings_.tasks, prev, n, keeps_timing);
   for (lower::TaskId i = 0; i < n; ++i) {
     if (keeps_timing(i)) {
@@ -233,6 +244,7 @@ std::vector<cost::CollectiveCost> DeltaSimulator::reprice_collectives() {
       if (!prev[m] || old.collective_of[*prev[m]] != oc) return lower::no_collective;
     return oc;
   };
+  std::swap(timings_.collectives, kept_.collective_timings);  // for undo()
   timings_.collectives.clear();
   std::vector<cost::CollectiveCost> costs(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
@@ -332,11 +344,11 @@ bool DeltaSimulator::surely_above(Checkpoint const* from, double step_above) con
     for (auto r : t.resources)
       left[r] += sign * t.seconds;
   };
-  for (NodeId v = 0; v < s.new_of.size(); ++v) {
-    bool is_node = v >= old.tasks || old.collective_of[v] == lower::no_collective;
-    if (is_node && s.new_of[v] == no_node)
-      add(v < old.tasks ? kept_.timings.tasks[v] : kept_.timings.collectives[v - old.tasks], -1);
-  }
+  // The gone nodes: the old tasks whose timings no new task kept (map_tasks), and collectives.
+  for (auto const& [v, timing] : kept_.dropped_timings)
+    add(timing, -1);
+  for (std::size_t c = 0; c < old.kinds.size(); ++c)
+    if (s.new_of[old.tasks + c] == no_node) add(kept_.collective_timings[c], -1);
   for (auto i : s.fresh) {
     NodeId u = s.node_of[i];
     add(u < n ? timings_.tasks[u] : timings_.collectives[u - n], 1);
@@ -367,15 +379,18 @@ bool DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> cos
     prefix.spans.push_back(old_span(v));
   }
   work_.nodes_replayed = prefix.taken.size();
-  Checkpoint const* from = nullptr;
-  for (auto const& c : run_.checkpoints)
-    if (c.pops <= prefix.taken.size()) from = &c;
+  std::size_t usable = 0;  // the checkpoints within the prefix (they are in order of pops)
+  while (usable < run_.checkpoints.size() && run_.checkpoints[usable].pops <= prefix.taken.size())
+    ++usable;
+  Checkpoint const* from = usable > 0 ? &run_.checkpoints[usable - 1] : nullptr;
   if (surely_above(from, step_above)) {
     kept_.gave_up = true;
     work_.nodes = 0;
     return false;
   }
-  prefix.checkpoints = run_.checkpoints;
+  // Only those the loop restores (copied into the scratch's lists, their allocations reused).
+  prefix.checkpoints.assign(run_.checkpoints.begin(),
+                            run_.checkpoints.begin() + static_cast<std::ptrdiff_t>(usable));
   auto run = run_event_loop(p, timings_, resources_, prefix, &index_.deps, step_above);
   work_.nodes = run.order.size();
   if (run.stopped) {
@@ -394,7 +409,17 @@ void DeltaSimulator::undo() {
   CLEAVE_ASSERT(kept_.valid, "undo without an apply to undo");
   kept_.valid = false;
   lowering_.undo();
-  std::swap(timings_, kept_.timings);
+  // The timings map_tasks moved go back to their old tasks, those it dropped return, and the
+  // old program's members of collectives have none again.
+  auto const& kept_by = kept_.timing_kept_by;
+  auto& tasks = timings_.tasks;
+  move_mapped(tasks, kept_by, kept_by.size(),
+              [&](lower::TaskId j) { return kept_by[j].has_value(); });
+  for (lower::TaskId j = 0; j < kept_by.size(); ++j)
+    if (!kept_by[j]) tasks[j] = {};
+  for (auto& [j, timing] : kept_.dropped_timings)
+    tasks[j] = std::move(timing);
+  std::swap(timings_.collectives, kept_.collective_timings);
   std::swap(index_, kept_.index);
   std::swap(work_, kept_.work);
   if (kept_.gave_up) return;

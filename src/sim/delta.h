@@ -6,6 +6,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "lower/lowering.h"
 #include "sim/predict.h"
@@ -35,9 +37,10 @@ class DeltaSimulator {
                                                  double step_above);
 
   // Restores the state before the last apply() without simulating again: the lowering swaps its
-  // replaced parts back and reassembles, the timings, task index, run and prediction come back
-  // from the copies apply() kept (after an apply that gave up, the run and prediction are still
-  // the old ones). Once per apply(); undoing twice, or before any, is a bug.
+  // replaced parts back and reassembles, the timings move back to their old tasks (those of the
+  // changed tasks were kept aside), and the task index, run and prediction come back from the
+  // copies apply() kept (after an apply that gave up, the run and prediction are still the old
+  // ones). Once per apply(); undoing twice, or before any, is a bug.
   void undo();
 
   Prediction const& prediction() const { return prediction_; }
@@ -91,7 +94,11 @@ class DeltaSimulator {
     bool valid = false;
     bool gave_up = false;  // the last apply stopped its run: run_ and prediction_ are the old ones
     std::vector<cost::CollectiveCost> costs;
-    Timings timings;
+    // Per old task, the new task that kept its timing (map_tasks), and the old timings that none
+    // kept, by old task; the old collectives' timings.
+    std::vector<std::optional<lower::TaskId>> timing_kept_by;
+    std::vector<std::pair<lower::TaskId, TaskTiming>> dropped_timings;
+    std::vector<TaskTiming> collective_timings;
     TaskIndex index;
     Run run;
     Prediction prediction;

@@ -80,12 +80,17 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
   {  // the per-task timings and index, freed before the memory explanation's per-task blocks
     auto costs = collective_costs(e.program, ctx.graph, ctx.cost);
     auto timings = timings_of(e.program, ctx.graph, ctx.cost, costs);
-    auto index = index_of(ctx.graph, e.program);
     auto sim = simulate(e.program, timings, resources_of(cluster));
+    // Built once the event loop's arrays are freed, not beside them (issue 21).
+    auto index = index_of(ctx.graph, e.program);
     e.prediction = summarize(ctx.graph, e.program, ctx.cost, costs, timings, std::move(sim),
                              ctx.samples_per_step, &index);
     times = device_times(e.program, index, e.prediction.sim);
   }
+#if defined(__GLIBC__)
+  // Likewise the simulation's freed lists, below the memory explanation's (issue 21).
+  malloc_trim(0);
+#endif
   auto use = memory_use(ctx.graph, e.program, e.prediction.sim.spans);
   auto memory = device_memory(ctx.graph, use, cluster, ctx.largest_blocks);
   for (std::size_t d = 0; d < cluster.num_devices(); ++d)

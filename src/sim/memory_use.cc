@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "lower/lifetime.h"
+#include "lower/lifetime.h"  // output_bytes
 
 namespace cleave::sim {
 
@@ -62,6 +62,35 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
     use.blocks.push_back(std::move(block));
     return static_cast<std::uint32_t>(use.blocks.size() - 1);
   };
+  // lower::output_lifetimes' rule, from what it needs of each output (when its last reader ends,
+  // whether a swap-out copies it) rather than its reader lists: those were a third of the
+  // explanation's memory (issue 21).
+  auto const& tasks = program.tasks;
+  std::vector<double> last_read(tasks.size(), -1);  // -1: no reader
+  std::vector<bool> swapped(tasks.size(), false);
+  for (lower::TaskId i = 0; i < tasks.size(); ++i)
+    for (auto dep : tasks[i].deps) {
+      last_read[dep] = std::max(last_read[dep], spans[i].end);
+      if (tasks[i].kind == lower::TaskKind::swap_out && tasks[dep].device == tasks[i].device &&
+          tasks[dep].tensor == tasks[i].tensor)
+        swapped[dep] = true;
+    }
+  auto frees = [&](lower::TaskId i) {
+    return tasks[i].kind == lower::TaskKind::swap_out || (last_read[i] >= 0 && !swapped[i]);
+  };
+  {  // each device's events in one block of their number
+    std::vector<std::size_t> count(use.events.size(), 0);
+    for (auto const& b : program.initial)
+      count[static_cast<std::size_t>(b.device)] += b.on_host ? 0 : 1;
+    for (lower::TaskId i = 0; i < tasks.size(); ++i)
+      count[static_cast<std::size_t>(tasks[i].device)] += tasks[i].kind == lower::TaskKind::swap_out
+                                                              ? 1
+                                                          : frees(i) ? 2
+                                                                     : 1;
+    for (std::size_t d = 0; d < count.size(); ++d)
+      use.events[d].reserve(count[d]);
+  }
+  use.blocks.reserve(program.initial.size() + tasks.size());
   for (auto const& b : program.initial) {
     auto id = add_block({b.tensor, &b.region, bytes_of(b.tensor, b.region),
                          role_of(graph.tensor(b.tensor).role), b.device, held_before_step});
@@ -69,13 +98,12 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
     if (!b.on_host)
       use.events[static_cast<std::size_t>(b.device)].push_back({0.0, use.blocks[id].bytes, id});
   }
-  auto lifetimes = lower::output_lifetimes(program);
-  std::vector<std::uint32_t> block_of_task(program.tasks.size(), 0);
-  for (lower::TaskId i = 0; i < program.tasks.size(); ++i) {
-    auto const& t = program.tasks[i];
+  std::vector<std::uint32_t> block_of_task(tasks.size(), 0);
+  for (lower::TaskId i = 0; i < tasks.size(); ++i) {
+    auto const& t = tasks[i];
     auto& on = use.events[static_cast<std::size_t>(t.device)];
     std::int64_t size = lower::output_bytes(graph, t);
-    if (!lifetimes[i].allocates) {
+    if (t.kind == lower::TaskKind::swap_out) {
       std::int64_t freed = freed_by_swap_out(program, i, block_of_task);
       auto block = freed >= 0 ? static_cast<std::uint32_t>(freed)
                               : add_block({t.tensor, &t.region, size,
@@ -87,11 +115,7 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
     auto block = add_block({t.tensor, &t.region, size, role_of(t, graph), t.device, i});
     block_of_task[i] = block;
     on.push_back({spans[i].start, size, block});
-    if (lifetimes[i].readers.empty() || lifetimes[i].swapped) continue;
-    double last = 0;
-    for (auto r : lifetimes[i].readers)
-      last = std::max(last, spans[r].end);
-    on.push_back({last, -size, block});
+    if (frees(i)) on.push_back({last_read[i], -size, block});
   }
   for (auto& on : use.events)
     std::stable_sort(on.begin(), on.end(), [](BlockEvent const& a, BlockEvent const& b) {

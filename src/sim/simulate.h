@@ -13,8 +13,13 @@
 // order simulates bit for bit the same (delta simulation relies on it).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lower/program.h"
@@ -23,12 +28,78 @@ namespace cleave::sim {
 
 using ResourceId = std::uint32_t;
 
+// A list of resources that holds up to two in place: a compute task's one stream, a transfer's
+// link directions within a node. A list on the heap per task was, with its header, two fifths
+// of a task's timing and a twelfth of the simulation's peak (issue 21).
+class ResourceList {
+ public:
+  ResourceList() = default;
+  ResourceList(std::initializer_list<ResourceId> list) {
+    for (auto r : list)
+      push_back(r);
+  }
+  ResourceList(ResourceList const& other) { *this = other; }
+  ResourceList(ResourceList&& other) noexcept { *this = std::move(other); }
+  ResourceList& operator=(ResourceList const& other) {
+    if (this == &other) return *this;
+    size_ = 0;
+    for (auto r : other)
+      push_back(r);
+    return *this;
+  }
+  ResourceList& operator=(ResourceList&& other) noexcept {
+    if (this == &other) return *this;
+    release();
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, in_place);
+    if (capacity_ == in_place) {
+      for (std::uint32_t i = 0; i < size_; ++i)
+        local_[i] = other.local_[i];
+    } else {
+      heap_ = other.heap_;
+    }
+    return *this;
+  }
+  ~ResourceList() { release(); }
+
+  void push_back(ResourceId r) {
+    if (size_ == capacity_) {
+      std::uint32_t grown_capacity = std::max(2 * capacity_, 2 * in_place);
+      auto* grown = new ResourceId[grown_capacity];
+      std::uninitialized_copy_n(data(), size_, grown);
+      release();
+      heap_ = grown;
+      capacity_ = grown_capacity;
+    }
+    data()[size_++] = r;
+  }
+  ResourceId const* begin() const { return data(); }
+  ResourceId const* end() const { return data() + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  static constexpr std::uint32_t in_place = 2;
+  ResourceId* data() { return capacity_ == in_place ? local_ : heap_; }
+  ResourceId const* data() const { return capacity_ == in_place ? local_ : heap_; }
+  void release() {
+    if (capacity_ != in_place) delete[] heap_;
+    capacity_ = in_place;
+  }
+  std::uint32_t size_ = 0;
+  std::uint32_t capacity_ = in_place;
+  union {
+    ResourceId local_[in_place] = {};
+    ResourceId* heap_;
+  };
+};
+
 // What one task or collective occupies and for how long. A transfer occupies every link direction
 // on its route at once (cut-through), a compute task its device's compute stream, a collective
 // every link direction its algorithm uses.
 struct TaskTiming {
   double seconds = 0;
-  std::vector<ResourceId> resources;
+  ResourceList resources;
   bool measured = false;  // compute or reduce: priced from the profile table, not the roofline
 };
 

@@ -83,6 +83,26 @@ class Figures(unittest.TestCase):
         for py_row, cli_row in zip(rows, cli_rows):
             self.assert_same_figures(py_row, cli_row)
 
+    def test_swaps_match_the_cli(self):
+        # Tofu's plan of this MLP peaks at 13.0 MiB on each device, over the 10 MiB cap.
+        model_spec = "mlp:batch=2048,hidden=256,layers=8,input=256"
+        cluster_spec = "cpu:devices=2,memory=10MiB"
+        cli_row = cli_json("plan", model_spec, "--cluster", cluster_spec, "--algo", "tofu",
+                           "--swap")["plans"][0]
+        model = cleave.load_model(model_spec)
+        cluster = cleave.load_cluster(cluster_spec)
+        plan = cleave.plan(model, cluster, "tofu")
+        self.assertFalse(cleave.evaluate(model, cluster, plan)["fits"])
+        swapped, row = cleave.add_swaps(model, cluster, plan)
+        self.assert_same_figures(row, cli_row)
+        self.assertEqual(row["swap"], cli_row["swap"])
+        self.assertTrue(row["swap"]["changed"] and row["swap"]["fits"])
+        self.assertTrue(swapped.has_order)
+        self.assertTrue(cleave.evaluate(model, cluster, swapped)["fits"])
+        rows = cleave.compare(model, cluster, ["tofu"], swap=True)
+        self.assertEqual(rows[0]["swap"], cli_row["swap"])
+        self.assertNotIn("swap", cleave.compare(model, cluster, ["tofu"])[0])
+
     def test_report_and_compare_write_html(self):
         page = os.path.join(self.dir.name, "report.html")
         trace = os.path.join(self.dir.name, "run_trace.json")

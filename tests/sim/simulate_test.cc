@@ -12,6 +12,33 @@ lower::Task task(int device, std::vector<lower::TaskId> deps = {}) {
   return t;
 }
 
+std::vector<ResourceId> listed(ResourceList const& list) {
+  return {list.begin(), list.end()};
+}
+
+TEST(ResourceList, HoldsTwoInPlaceAndMoreOnTheHeapThroughCopiesAndMoves) {
+  ResourceList list{7};
+  EXPECT_EQ(listed(list), (std::vector<ResourceId>{7}));
+  std::vector<ResourceId> want = {7};
+  for (ResourceId r = 10; r < 30; ++r) {  // past the two in place, then growing
+    list.push_back(r);
+    want.push_back(r);
+    ASSERT_EQ(listed(list), want);
+  }
+  ResourceList copy = list;
+  ResourceList small{1, 2};
+  ResourceList moved = std::move(list);
+  EXPECT_TRUE(list.empty());  // NOLINT(bugprone-use-after-move): a moved-from list is empty
+  EXPECT_EQ(listed(copy), want);
+  EXPECT_EQ(listed(moved), want);
+  copy = small;  // a heap list assigned an in-place one
+  EXPECT_EQ(listed(copy), (std::vector<ResourceId>{1, 2}));
+  small = std::move(moved);  // an in-place list given a heap one
+  EXPECT_EQ(listed(small), want);
+  list.push_back(3);  // a moved-from list is usable
+  EXPECT_EQ(listed(list), (std::vector<ResourceId>{3}));
+}
+
 TEST(Simulate, FifoPerResourceAndOverlap) {
   // Device 0 computes A (2 s) then B (1 s); a transfer (3 s on the link) follows A and feeds C on
   // device 1 (1 s). The transfer overlaps B.

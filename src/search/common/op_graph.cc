@@ -42,7 +42,6 @@ std::size_t root(std::vector<std::size_t>& parent, std::size_t i) {
 struct Builder {
   SearchContext const& ctx;
   OpGraph out;
-  std::vector<std::vector<std::int64_t>> piece_written;  // [op][piece]: its output region
 
   // Prices every piece of every op on every device (once per device kind: devices of a kind are
   // alike) and records the regions it reads and writes.
@@ -53,7 +52,6 @@ struct Builder {
     out.configs = std::move(single.ops);
     out.fingerprint = std::move(single.graph_fingerprint);
     out.pieces.resize(g.num_ops());
-    piece_written.resize(g.num_ops());
     for (ir::OpId id : g.topo_order()) {
       ir::Op const& op = g.op(id);
       CLEAVE_TRY(auto bound, ctx.registry.bind(g, id));
@@ -78,7 +76,7 @@ struct Builder {
         for (std::size_t i = 0; i < info.inputs.size(); ++i)
           facts.input_bytes.push_back(
               region_bytes(info.inputs[i].box, g.tensor(op.inputs[i]).type.dtype));
-        piece_written[id.value()].push_back(region_bytes(info.output, dtype));
+        facts.output_bytes = region_bytes(info.output, dtype);
         out.pieces[id.value()].push_back(std::move(facts));
       }
     }
@@ -116,7 +114,7 @@ struct Builder {
         auto& pu = out.units[u];
         pu.pieces.push_back({id.value(), static_cast<std::uint32_t>(p)});
         pu.seconds += out.pieces[id.value()][p].seconds[0];
-        pu.bytes += piece_written[id.value()][p];
+        pu.bytes += out.pieces[id.value()][p].output_bytes;
         if (ways > 1) pu.exclusive = static_cast<int>(id.value());
       }
       ir::Op const& op = g.op(id);
@@ -162,7 +160,7 @@ struct Builder {
 }  // namespace
 
 Expected<OpGraph> build_op_graph(SearchContext const& ctx, std::vector<Split> const& splits) {
-  Builder b{ctx, {}, {}};
+  Builder b{ctx, {}};
   CLEAVE_CHECK_OK(b.price(splits));
   b.make_units();
   b.make_edges();

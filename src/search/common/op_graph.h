@@ -29,6 +29,7 @@ struct Split {
 struct PieceFacts {
   std::vector<double> seconds;            // per device, from the cost model
   std::vector<std::int64_t> input_bytes;  // per input of the op: the region it reads
+  std::int64_t output_bytes = 0;          // the region it writes
 };
 
 struct OpGraph {

@@ -177,8 +177,11 @@ class Search {
     return p;
   }
 
-  // One chain from `start`, with `chains_left` chains (this one included) still to run.
-  Status chain(plan::Plan start, std::string const& name, int chains_left);
+  Expected<Pricer> pricer(plan::Plan p) const { return Pricer::create(ctx_, std::move(p), full_); }
+  // Prices a starting plan (one simulation) and counts it as a candidate for the best plan.
+  Expected<Pricer> price_start(plan::Plan start, std::string const& name);
+  // One chain from a priced start, with `chains_left` chains (this one included) still to run.
+  Status chain(Pricer sim, std::string const& name, int chains_left);
 
   Expected<plan::Plan> result(bool default_budget) const;
 
@@ -246,11 +249,15 @@ void Search::consider(Score const& s, plan::Plan const& p, std::string const& na
     course_.best.emplace_back(best_at_, s.step);
 }
 
-Status Search::chain(plan::Plan start, std::string const& name, int chains_left) {
+Expected<Pricer> Search::price_start(plan::Plan start, std::string const& name) {
   start.num_devices = static_cast<int>(ctx_.cluster().num_devices());
-  CLEAVE_TRY(auto sim, Pricer::create(ctx_, std::move(start), full_));
+  CLEAVE_TRY(auto sim, pricer(std::move(start)));
+  consider(score_of(sim.prediction()), sim.plan(), name);
+  return sim;
+}
+
+Status Search::chain(Pricer sim, std::string const& name, int chains_left) {
   Score current = score_of(sim.prediction());
-  consider(current, sim.plan(), name);
   Score chain_best = current;
   plan::Plan chain_best_plan = sim.plan();
   // This chain's share of what is left of the budget.
@@ -300,7 +307,8 @@ Status Search::chain(plan::Plan start, std::string const& name, int chains_left)
       break;
     if (it - reset_at >= reset_) {
       reset_at = it;
-      CLEAVE_TRY(sim, Pricer::create(ctx_, chain_best_plan, full_));
+      sim = Pricer();  // one simulator at a time
+      CLEAVE_TRY(sim, pricer(chain_best_plan));
       current = chain_best;
     }
   }
@@ -389,12 +397,37 @@ Expected<plan::Plan> flexflow(SearchContext const& ctx, Options const& options) 
   starts.emplace_back("expert", expert(run));
   if (options.choice("tofu_start") == "on") starts.emplace_back("tofu", tofu_plan(run));
   starts.emplace_back("random", search.random_plan());
-  int left = 0;
-  for (auto const& [name, start] : starts)
-    left += start.has_value();
+  // Each start is priced once, then the chains run best start first (by the order that picks the
+  // best plan; a tie keeps the order above), so that the time to the final plan is not spent on
+  // chains from worse starts. One simulator is held at a time (on 64 K80s one holds gigabytes, and
+  // two overflowed a 23 GiB machine): each start's is dropped before the next is priced, and a
+  // chain prices its start again, unless it is the last one priced (kept).
+  struct Priced {
+    std::string name;
+    Score score;
+    plan::Plan plan;
+  };
+  std::vector<Priced> priced;
+  std::optional<Pricer> kept;
+  std::string kept_name;
   for (auto& [name, start] : starts) {
     if (!start) continue;
-    CLEAVE_CHECK_OK(search.chain(std::move(*start), name, left--));
+    kept.reset();
+    CLEAVE_TRY(kept, search.price_start(std::move(*start), name));
+    priced.push_back({name, score_of(kept->prediction()), kept->plan()});
+    kept_name = name;
+  }
+  std::stable_sort(priced.begin(), priced.end(),
+                   [](Priced const& a, Priced const& b) { return better(a.score, b.score); });
+  int left = static_cast<int>(priced.size());
+  for (auto& chain : priced) {
+    if (chain.name == kept_name) {
+      CLEAVE_CHECK_OK(search.chain(std::move(*kept), chain.name, left--));
+      kept.reset();
+      continue;
+    }
+    CLEAVE_TRY(auto sim, search.pricer(std::move(chain.plan)));
+    CLEAVE_CHECK_OK(search.chain(std::move(sim), chain.name, left--));
   }
   return search.result(default_budget);
 }

@@ -3,7 +3,9 @@
 //
 // Chains run one after the other, from the data-parallel plan, the expert plan, Tofu's plan
 // (cleave's addition, option tofu_start) and a random plan, each with an equal share of what is
-// left of the budget. A proposal gives a random op either a random
+// left of the budget. Each start is priced once first, and the chains run best start first, so
+// that the time to the final plan is not spent on chains from worse starts (a tie keeps the order
+// above; the same seed gives the same plan). A proposal gives a random op either a random
 // configuration or, half the time, its heaviest neighbour's (FlexFlow's propagation: the
 // neighbour across the edge whose tensor has the most bytes, its split carried over the
 // dimensions that index that tensor, on the same devices). It is accepted with probability

@@ -16,12 +16,15 @@ MoveCost transfer_cost(OpGraph const& graph, Links const& links) {
 
 Expected<Repaired> fit_memory(SearchContext const& ctx, OpGraph const& graph, Links const& links,
                               std::vector<int> device) {
+  RepairOptions options;
+  // Each device's order memory-aware under what the repair lets it use, so that a device keeps
+  // what its units need in a good order before units move off it.
   auto plan_of = [&](std::vector<int> const& d) -> Expected<plan::Plan> {
-    return placement_plan(ctx, graph, d);
+    return placement_plan(ctx, graph, d, usable_memory(ctx.cluster(), options.usable));
   };
-  RepairOptions options{transfer_cost(graph, links), 0.9, [&](std::vector<int> const& d) {
-                          return memory_bound(graph, d, ctx.cluster().num_devices());
-                        }};
+  options = RepairOptions{transfer_cost(graph, links), 0.9, [&](std::vector<int> const& d) {
+                            return memory_bound(graph, d, ctx.cluster().num_devices());
+                          }};
   auto held_back = repair_memory(ctx, graph.units, device, plan_of, options);
   if (held_back || held_back.error().code() != ErrorCode::out_of_memory) return held_back;
   options.usable = 1.0;

@@ -1,6 +1,7 @@
 // ParDNN's step 2, memory (docs/search_pardnn.md, PAPERS.md §3): the placement is scheduled (the
-// list schedule of search/common/list_schedule.h, whose order the plan keeps), lowered and
-// simulated by cleave's memory rule (lower/lifetime.h); while a device overflows, the units on it
+// list schedule of search/common/list_schedule.h, memory-aware under what each device may use,
+// whose order the plan keeps), lowered and simulated by cleave's memory rule (lower/lifetime.h);
+// while a device still overflows, the units on it
 // that free the most memory per second of added transfers (priced per link) move, each at most
 // once, each to the device with room where it adds the least (search/common/memory_repair.h).
 // The plan aims at 90% of each device's memory, as the paper does, and at all of it where it must.
