@@ -230,6 +230,19 @@ def shared():
     return "below the core count"
 
 
+def priority():
+    """The run's scheduling priority where raised (nice, and Linux's autogroup nice), else ''."""
+    try:
+        with open("/proc/self/autogroup") as f:
+            group = int(f.read().split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        group = 0
+    if os.nice(0) >= 0 and group >= 0:
+        return ""
+    return (f" Run at raised priority (nice {os.nice(0)}, autogroup nice {group}), both sides alike, "
+            "so that they had the cores the other processes would otherwise share.")
+
+
 def one_core(args, directory):
     rows = []
     for name in args.models:
@@ -320,7 +333,7 @@ def markdown(args, one, two):
           "steps after warm-up, cleave and PyTorch in turns each round (cleave's step time is "
           "`cleave run`'s: the workers' step, without loading the state into blocks before it "
           "and gathering it after). Ratio = cleave / PyTorch (target: <= 1.0 on the "
-          "median model, <= 1.3 on every model).")
+          "median model, <= 1.3 on every model)." + priority())
     print()
     print("## One core")
     print()
