@@ -15,7 +15,7 @@ processes over gloo, one thread each, each half the batch).
 
 Usage: /usr/bin/python3 bench/peer_pytorch.py --cleave build-release/cleave [--models a,b]
        [--steps N] [--rounds R] [--no-two-cores]
-       /usr/bin/python3 bench/peer_pytorch.py --cleave ... --ops MODEL   # op-by-op times
+       /usr/bin/python3 bench/peer_pytorch.py --cleave ... --ops MODEL [--threads N]  # op by op
 Writes the markdown table to stdout (bench/run.sh keeps it in bench/results/peer_pytorch.md).
 """
 import argparse
@@ -230,6 +230,19 @@ def shared():
     return "below the core count"
 
 
+def priority():
+    """The run's scheduling priority where raised (nice, and Linux's autogroup nice), else ''."""
+    try:
+        with open("/proc/self/autogroup") as f:
+            group = int(f.read().split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        group = 0
+    if os.nice(0) >= 0 and group >= 0:
+        return ""
+    return (f" Run at raised priority (nice {os.nice(0)}, autogroup nice {group}), both sides alike, "
+            "so that they had the cores the other processes would otherwise share.")
+
+
 def one_core(args, directory):
     rows = []
     for name in args.models:
@@ -273,14 +286,15 @@ def two_cores(args, directory):
 
 
 def op_times(args, directory):
-    """Per-op time of one step on one core: cleave's trace (per op, its pieces summed) beside
-    torch.profiler's self CPU time per aten op, both largest first."""
+    """Per-op time of one step on `--threads` cores (1 by default): cleave's trace of the single
+    plan (per op, its pieces summed) beside torch.profiler's self CPU time per aten op, both
+    largest first."""
     name = args.ops
     make, example, label_shape, _ = models()[name]
     onnx = export(name, make().train(), example, directory)
     plan = cleave_plan(args.cleave, onnx, "cpu:devices=1", "single", directory)
     trace = os.path.join(directory, "trace.json")
-    cleave_steps(args.cleave, plan, 2, 1, trace)
+    cleave_steps(args.cleave, plan, 2, args.threads, trace)
     with open(trace) as f:
         events = json.load(f)
     events = events["traceEvents"] if isinstance(events, dict) else events
@@ -292,7 +306,7 @@ def op_times(args, directory):
     print(f"cleave {name}: {sum(per_op.values()):.1f} ms in traced tasks")
     for op, ms in per_op.most_common(args.top):
         print(f"  {ms:8.2f} ms  {op}")
-    set_threads(1)
+    set_threads(args.threads)
     model = make().train()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     labels = torch.randint(0, 10, label_shape)
@@ -319,7 +333,7 @@ def markdown(args, one, two):
           "steps after warm-up, cleave and PyTorch in turns each round (cleave's step time is "
           "`cleave run`'s: the workers' step, without loading the state into blocks before it "
           "and gathering it after). Ratio = cleave / PyTorch (target: <= 1.0 on the "
-          "median model, <= 1.3 on every model).")
+          "median model, <= 1.3 on every model)." + priority())
     print()
     print("## One core")
     print()
@@ -362,6 +376,7 @@ def main():
     parser.add_argument("--no-two-cores", action="store_true")
     parser.add_argument("--ops", help="print op-by-op times of this model instead")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--threads", type=int, default=1, help="threads of --ops' runs")
     args = parser.parse_args()
     args.models = args.models.split(",")
     args.algos = args.algos.split(",")

@@ -2,12 +2,14 @@
 
 #include <malloc.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -24,6 +26,86 @@
 #include "tdl/interpreter.h"
 
 namespace cleave::runtime {
+
+namespace {
+
+// The device workers' threads, kept from step to step: thread i runs fn(i) for each step that
+// asks for at least i + 1 of them. A fresh thread per device each step (as until issue 22's
+// two-core work) also gave each step a fresh OpenMP team for oneDNN's and the loop kernels'
+// parallel regions: on a loaded machine the scheduler started each new team thread only after
+// other processes' time slices (START_DEBIT), and a two-thread ResNet-18 step's first parallel
+// kernels waited 4-32 ms each, in one step in three or four; threads woken rather than created
+// are scheduled at once. It also keeps each thread's oneDNN scratchpads and OpenMP team warm.
+class WorkerPool {
+ public:
+  WorkerPool() = default;
+  WorkerPool(WorkerPool const&) = delete;
+  WorkerPool& operator=(WorkerPool const&) = delete;
+  ~WorkerPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    start_.notify_all();
+    if (pid_ != ::getpid()) forget_threads();
+    for (auto& t : threads_)
+      t.join();
+  }
+
+  // Runs fn(0) .. fn(n - 1), each on its own thread of the pool (started where it has fewer),
+  // and returns once all have returned. One caller at a time (`in_use`).
+  void run(std::size_t n, std::function<void(std::size_t)> const& fn) {
+    std::unique_lock lock(mutex_);
+    if (pid_ != ::getpid()) forget_threads();
+    while (threads_.size() < n)
+      threads_.emplace_back([this, i = threads_.size()] { loop(i); });
+    fn_ = &fn;
+    active_ = n;
+    remaining_ = n;
+    ++generation_;
+    start_.notify_all();
+    done_.wait(lock, [&] { return remaining_ == 0; });
+    fn_ = nullptr;
+  }
+
+  std::mutex in_use;  // held by the step running on the pool
+
+ private:
+  // In a child forked after the pool started threads, which has none of them: leaves their
+  // handles (neither joinable nor detachable there) and starts afresh.
+  void forget_threads() {
+    new std::vector<std::thread>(std::move(threads_));
+    threads_.clear();
+    pid_ = ::getpid();
+  }
+
+  void loop(std::size_t i) {
+    std::uint64_t seen = 0;
+    std::unique_lock lock(mutex_);
+    while (true) {
+      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (i >= active_) continue;
+      auto const* fn = fn_;
+      lock.unlock();
+      (*fn)(i);
+      lock.lock();
+      if (--remaining_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable start_, done_;
+  std::function<void(std::size_t)> const* fn_ = nullptr;
+  std::uint64_t generation_ = 0;
+  std::size_t active_ = 0, remaining_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+  pid_t pid_ = ::getpid();  // the process that started threads_
+};
+
+}  // namespace
 
 struct Executor::State {
   State(ir::Graph const& g, lower::Program p, std::vector<DeviceInfo> d)
@@ -44,6 +126,14 @@ struct Executor::State {
   // (none: the last, or not a part); whether one comes before it (ExecOptions::devices).
   std::vector<JobId> next_part;
   std::vector<bool> has_previous_part;
+  // Per compute task, the kernel that runs it, found once (KernelRegistry::find asks each kernel
+  // in turn whether it handles the call: 0.7-0.9 ms of a 35 ms ResNet-18 step when asked every
+  // step) for the registry whose id is `kernels_for` (the first one a step used; steps with
+  // another registry ask theirs each time). Null: not yet asked.
+  std::unique_ptr<std::atomic<Kernel const*>[]> kernel_of;
+  mutable std::atomic<std::uint64_t> kernels_for{0};
+  // The workers' threads (declared last: destroyed, joined, first).
+  std::unique_ptr<WorkerPool> pool = std::make_unique<WorkerPool>();
 };
 
 namespace {
@@ -63,6 +153,16 @@ void keep_freed_memory() {
 }
 
 constexpr JobId no_job = ~JobId{0};
+
+// Executor::State::kernel_of's mark of a task that no kernel handles (the interpreter's).
+class NoKernel final : public Kernel {
+ public:
+  std::string_view name() const override { return "none"; }
+  bool handles(KernelCall const&) const override { return false; }
+  Status run(KernelCall const&) const override {
+    return Error(ErrorCode::unsupported, "no kernel handles the call");
+  }
+} const no_kernel;
 
 // Each device's parts in collectives in one order that every process lowering the program
 // computes alike: the jobs' topological order taking the lowest ready job first.
@@ -156,13 +256,21 @@ class StepRun {
     }
     spin_ = static_cast<unsigned>(s_.program.num_devices) * static_cast<unsigned>(threads) <=
             std::thread::hardware_concurrency();
-    start_ = Clock::now();
-    std::vector<std::thread> workers;
+    std::vector<int> devices;
     for (int d = 0; d < s_.program.num_devices; ++d)
-      if (local_[static_cast<std::size_t>(d)])
-        workers.emplace_back([this, d, threads] { work(d, threads); });
-    for (auto& w : workers)
-      w.join();
+      if (local_[static_cast<std::size_t>(d)]) devices.push_back(d);
+    start_ = Clock::now();
+    std::function<void(std::size_t)> const each = [&](std::size_t i) { work(devices[i], threads); };
+    // The executor's pool, unless another step of it is running (then threads of its own).
+    if (std::unique_lock pool(s_.pool->in_use, std::try_to_lock); pool.owns_lock()) {
+      s_.pool->run(devices.size(), each);
+    } else {
+      std::vector<std::thread> workers;
+      for (std::size_t i = 0; i < devices.size(); ++i)
+        workers.emplace_back(each, i);
+      for (auto& w : workers)
+        w.join();
+    }
     double step_s = seconds_since_start();
     if (error_) return std::move(*error_);
     StepResult result;
@@ -517,7 +625,7 @@ class StepRun {
       call.inputs.push_back({data, info.inputs[i].box});
     }
     auto& stats = stats_[static_cast<std::size_t>(task.device)];
-    Kernel const* kernel = options_.kernels ? options_.kernels->find(call) : nullptr;
+    Kernel const* kernel = find_kernel(id, call);
     if (kernel) {
       Status st = kernel->run(call);
       if (!st)
@@ -528,6 +636,22 @@ class StepRun {
       ++stats.interpreted_tasks;
     }
     return store(task.device).add(task.tensor, info.output, std::move(out), task.partial, id);
+  }
+
+  // The kernel of the registry that runs the call of task `id`, or nullptr (the interpreter).
+  Kernel const* find_kernel(TaskId id, KernelCall const& call) {
+    KernelRegistry const* registry = options_.kernels;
+    if (registry == nullptr) return nullptr;
+    std::uint64_t owner = 0;
+    if (!s_.kernels_for.compare_exchange_strong(owner, registry->id()) && owner != registry->id())
+      return registry->find(call);
+    auto& slot = s_.kernel_of[id];
+    Kernel const* kernel = slot.load(std::memory_order_acquire);
+    if (kernel == nullptr) {
+      kernel = registry->find(call);
+      slot.store(kernel ? kernel : &no_kernel, std::memory_order_release);
+    }
+    return kernel == &no_kernel ? nullptr : kernel;
   }
 
   // Whole values of produced and captured tensors, from every device, the host and the captures;
@@ -623,6 +747,7 @@ Expected<Executor> Executor::create(ir::Graph const& graph, lower::Program progr
   auto state = std::make_unique<State>(graph, std::move(program), std::move(devices));
   auto const& tasks = state->program.tasks;
   state->lifetimes = lower::output_lifetimes(state->program);
+  state->kernel_of = std::make_unique<std::atomic<Kernel const*>[]>(tasks.size());
   state->bound.resize(graph.num_ops());
   state->pieces.resize(tasks.size());
   std::vector<TaskId> by_content(tasks.size());

@@ -5,6 +5,8 @@
 // reads). Every such piece must run on the kernel; a piece that splits the window (dy, dx) is a
 // partial sum the kernel leaves to the expression kernel. X and Y are small integers so that X
 // equals its window's max often, ties included.
+#include <omp.h>
+
 #include <gtest/gtest.h>
 #include <optional>
 
@@ -97,6 +99,35 @@ TEST(MaxPoolGradKernel, MatchesInterpreterOnParallelPieces) {
       EXPECT_LE(r.max_error, tolerance) << r.message;
     }
   }
+}
+
+// A piece of 16K elements or more is split among the worker's OpenMP threads by planes: on one
+// thread and on three, every piece matches the interpreter, and the two give the same bits.
+TEST(MaxPoolGradKernel, ThreadsSplitALargePieceByPlanes) {
+  int before = omp_get_max_threads();
+  auto ops = ops::OpRegistry::with_builtins();
+  auto kernels = KernelRegistry::with_builtins();
+  std::mt19937_64 rng(3);
+  auto c = pool_case(*ops, {2, 16, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1}, rng);  // 32,768 elements
+  ASSERT_TRUE(c.has_value()) << c.error().to_string();
+  tdl::Box whole = tdl::full_box(*c->bound);
+  std::vector<tdl::Box> pieces = tdl::split_evenly(whole, 2, 2);  // halves of 16K: rows, halos
+  pieces.push_back(whole);
+  for (auto const& piece : pieces) {
+    SCOPED_TRACE("piece " + tdl::box_to_string(piece));
+    std::vector<float> outputs[2];
+    for (int t : {0, 1}) {
+      omp_set_num_threads(t == 0 ? 1 : 3);
+      PieceResult r = run_piece(*kernels, *c, piece);
+      EXPECT_EQ(r.kernel, kernel_name);
+      EXPECT_LE(r.max_error, tolerance) << r.message;
+      auto out = kernel_output(*kernels, *c, piece);
+      ASSERT_TRUE(out.has_value()) << out.error().to_string();
+      outputs[t] = std::move(*out);
+    }
+    EXPECT_EQ(outputs[0], outputs[1]) << "one thread and three differ";
+  }
+  omp_set_num_threads(before);
 }
 
 TEST(MaxPoolGradKernel, LeavesWindowSplitsToTheExpressionKernel) {

@@ -66,6 +66,7 @@ enum class KernelChoice : std::uint8_t {
 // Kernels by op type, in registration order; explicit registration (STYLE.md #7).
 class KernelRegistry {
  public:
+  KernelRegistry();
   void add(std::unique_ptr<Kernel> kernel);
   // The first kernel that handles the call, or nullptr (the interpreter runs it).
   Kernel const* find(KernelCall const& call) const;
@@ -74,8 +75,14 @@ class KernelRegistry {
   // Every built-in kernel (oneDNN and the plain-loop ones).
   static std::unique_ptr<KernelRegistry> with_builtins(KernelChoice choice = KernelChoice::fastest);
 
+  // Unique to this registry among every registry the process creates (never reused, unlike an
+  // address), so that a cache of its answers (the executor's kernel per task) knows whose they
+  // are. Kernels must not be added once its answers are cached.
+  std::uint64_t id() const { return id_; }
+
  private:
   std::vector<std::unique_ptr<Kernel>> kernels_;
+  std::uint64_t id_;
 };
 
 }  // namespace cleave::runtime

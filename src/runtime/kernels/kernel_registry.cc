@@ -1,7 +1,14 @@
+#include <atomic>
+
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/onednn_kernels.h"
 
 namespace cleave::runtime {
+
+KernelRegistry::KernelRegistry() {
+  static std::atomic<std::uint64_t> next{1};
+  id_ = next.fetch_add(1, std::memory_order_relaxed);
+}
 
 void KernelRegistry::add(std::unique_ptr<Kernel> kernel) {
   kernels_.push_back(std::move(kernel));
@@ -36,6 +43,7 @@ std::unique_ptr<KernelRegistry> KernelRegistry::with_builtins(KernelChoice choic
   registry->add(make_max_pool_grad_kernel());
   registry->add(make_copy_kernel());
   registry->add(make_batch_norm_kernel());
+  registry->add(make_update_kernel());
   registry->add(make_expression_kernel());
   return registry;
 }

@@ -11,7 +11,8 @@
 // dimension (dx, 2-3 long) and its reads go through floor division per element: ~100x slower.
 // Here the taps that feed each row h and each column w of the piece are listed once, so the
 // inner loop is compares and adds. A piece must cover the window (dy, dx) whole; one that splits
-// it (a partial sum) is left to the expression kernel.
+// it (a partial sum) is left to the expression kernel. A piece of 16K elements or more is split
+// among the worker's OpenMP threads by (n, c) planes.
 #include <vector>
 
 #include "runtime/kernels/onednn_kernels.h"
@@ -109,7 +110,9 @@ class MaxPoolGradKernel final : public Kernel {
     float const* ys = call.inputs[1].data;
     float const* gs = call.inputs[2].data;
     float* dx = call.output.data;
-    for (std::int64_t p = 0; p < planes; ++p) {
+    // Planes (one image's channel) are independent: split among the worker's threads.
+    int threads = detail::threads_for(planes * height * width, std::int64_t{1} << 14);
+    detail::parallel_for(planes, threads, [&](std::int64_t p) {
       float const* x = xs + p * height * width;
       float* o = dx + p * height * width;
       for (std::int64_t h = 0; h < height; ++h) {
@@ -128,7 +131,7 @@ class MaxPoolGradKernel final : public Kernel {
           o[h * width + w] = acc;
         }
       }
-    }
+    });
     return Status::ok();
   }
 };

@@ -40,12 +40,54 @@ struct ConvShape {
   // Backward data: the dX block's stored spatial extents, more than i when its last positions
   // lie past every window (they get zeros; oneDNN takes no negative right padding); else empty.
   Dims i_store;
+  // Taps that read only padding trimmed (trim_taps): the weight block's stored kernel extents
+  // and, per axis, the first tap kept; k is then the kept taps' extents. Empty: none trimmed.
+  Dims k_store, tap_lo;
   // Positions of the call's inputs: src/diff_src, weights/diff_weights, dst/diff_dst (-1: the
   // call's output).
   int src = -1, weights = -1, dst = -1;
 
   bool padded_store() const { return !i_store.empty() && i_store != i; }
+  bool trimmed() const { return !k_store.empty() && k_store != k; }
 };
+
+// The taps [lo, hi) of a kernel of k taps (dilation d) that read an input position (of i, after
+// pl positions of padding, with stride s) at some output position of o; lo >= hi when none does.
+std::pair<std::int64_t, std::int64_t> taps_read(std::int64_t i, std::int64_t o, std::int64_t k,
+                                                std::int64_t s, std::int64_t d, std::int64_t pl) {
+  std::int64_t lo = k, hi = 0;
+  for (std::int64_t t = 0; t < k; ++t)
+    for (std::int64_t y = 0; y < o; ++y)
+      if (std::int64_t at = y * s + t * d - pl; at >= 0 && at < i) {
+        lo = std::min(lo, t);
+        hi = t + 1;
+        break;
+      }
+  return {lo, hi};
+}
+
+// Axis a of a convolution keeps only the taps that read the input somewhere: the others read
+// padding (zeros) at every output position, so they add nothing to the output or to dX, and their
+// dW is 0. A 3x3 convolution with padding 1 on a 1x1 map (the last stage of a ResNet on 32x32
+// images) is its centre tap alone, a ninth of the work; oneDNN computes every tap. Needs c.i, c.o,
+// c.k, c.strides and c.pad_l of the axis; sets its k, pad_l and (when `right` is given, the
+// direction's right padding, which must stay >= 0) pad_r, and records the trim. An axis whose
+// trim would need negative padding keeps every tap.
+void trim_taps(ConvShape& c, std::size_t a, std::int64_t dilation, std::int64_t* right) {
+  auto [lo, hi] = taps_read(c.i[a], c.o[a], c.k[a], c.strides[a], dilation, c.pad_l[a]);
+  if (lo >= hi || (lo == 0 && hi == c.k[a])) return;
+  std::int64_t pl = c.pad_l[a] - lo * dilation;
+  std::int64_t pr = (c.o[a] - 1) * c.strides[a] + (hi - lo - 1) * dilation + 1 - c.i[a] - pl;
+  if (pl < 0 || (right != nullptr && pr < 0)) return;
+  if (c.k_store.empty()) {
+    c.k_store = c.k;
+    c.tap_lo.assign(c.k.size(), 0);
+  }
+  c.tap_lo[a] = lo;
+  c.k[a] = hi - lo;
+  c.pad_l[a] = pl;
+  if (right != nullptr) *right = pr;
+}
 
 struct Geometry {
   Dims s, d, p;  // per spatial axis: stride, dilation, leading pad
@@ -141,6 +183,8 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     if (c.ic != c.groups * in1.box[1].size() || in1.box[0].size() != c.oc) return std::nullopt;
     c.pad_l = spatial_of(in0.pad_lo);
     c.pad_r = spatial_of(in0.pad_hi);
+    for (std::size_t a = 0; a < spatial; ++a)
+      trim_taps(c, a, g.d[a], &c.pad_r[a]);
     c.src = 0;
     c.weights = 1;
     c.dst = -1;
@@ -161,6 +205,8 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     if (c.ic != c.groups * out[1].size() || in0.box[1].size() != c.oc) return std::nullopt;
     c.pad_l = spatial_of(in1.pad_lo);
     c.pad_r = spatial_of(in1.pad_hi);
+    for (std::size_t a = 0; a < spatial; ++a)
+      trim_taps(c, a, g.d[a], &c.pad_r[a]);
     c.dst = 0;
     c.src = 1;
     c.weights = -1;
@@ -191,12 +237,14 @@ std::optional<ConvShape> analyze(KernelCall const& call) {
     c.k = spatial_of(w_shape);
     if (in1.box[0].size() != c.oc || c.ic != c.groups * in1.box[1].size()) return std::nullopt;
     c.i_store = c.i;
+    c.pad_l.assign(spatial, 0);
     for (std::size_t a = 0; a < spatial; ++a) {
-      std::int64_t pl = g.p[a] + out[a + 2].lo - in0.box[a + 2].lo * g.s[a];
+      c.pad_l[a] = g.p[a] + out[a + 2].lo - in0.box[a + 2].lo * g.s[a];
+      if (c.pad_l[a] >= 0) trim_taps(c, a, g.d[a], nullptr);
+      std::int64_t pl = c.pad_l[a];
       std::int64_t pr = (c.o[a] - 1) * g.s[a] + (c.k[a] - 1) * g.d[a] + 1 - c.i[a] - pl;
       if (pr < 0) c.i[a] += std::exchange(pr, 0);
       if (c.i[a] <= 0) return std::nullopt;
-      c.pad_l.push_back(pl);
       c.pad_r.push_back(pr);
     }
     c.dst = 0;
@@ -247,6 +295,20 @@ ConvVariant make_variant(ConvShape const& c, bool blocked) {
     src = dnnl::memory::desc(sdims, DT::f32, strides);
   }
   dnnl::memory::desc weights(wdims, DT::f32, wtag);
+  if (c.trimmed()) {
+    // The kept taps of the dense block over k_store: its strides, the kept extents.
+    Dims strides(wdims.size());
+    std::int64_t step = 1;
+    for (std::size_t d = c.k_store.size(); d-- > 0;) {
+      strides[wdims.size() - c.k_store.size() + d] = step;
+      step *= c.k_store[d];
+    }
+    for (std::size_t d = wdims.size() - c.k_store.size(); d-- > 0;) {
+      strides[d] = step;
+      step *= wdims[d];
+    }
+    weights = dnnl::memory::desc(wdims, DT::f32, strides);
+  }
   dnnl::memory::desc src_p = src, dst_p = dst, weights_p = weights;
   if (blocked) {
     src_p = dnnl::memory::desc(sdims, DT::f32, Tag::any);
@@ -324,7 +386,8 @@ class ConvKernel final : public Kernel {
     std::shared_ptr<ConvEntry const> e = c ? entry(*c) : nullptr;
     if (!e) return Error(ErrorCode::unsupported, "onednn_conv: not a convolution piece it handles");
     CLEAVE_CHECK_OK(detail::check_data(name(), call));
-    if (c->padded_store())
+    // dX rows past every window, or dW's trimmed taps, are zeros the convolution does not write.
+    if (c->padded_store() || (c->trimmed() && c->direction == Direction::backward_weights))
       std::fill(call.output.data, call.output.data + tdl::box_volume(call.piece->output), 0.f);
     int v = e->chosen.load(std::memory_order_acquire);
     if (v >= 0) return run_variant(call, *c, e->variants[static_cast<std::size_t>(v)]);
@@ -350,13 +413,20 @@ class ConvKernel final : public Kernel {
       return input < 0 ? static_cast<float const*>(call.output.data)
                        : call.inputs[static_cast<std::size_t>(input)].data;
     };
+    // The kept taps start tap_lo into the weight block (dense over k_store).
+    std::int64_t w_offset = 0;
+    for (std::size_t a = 0, step = 1; a < c.tap_lo.size(); ++a) {
+      std::size_t d = c.tap_lo.size() - 1 - a;
+      w_offset += c.tap_lo[d] * static_cast<std::int64_t>(step);
+      step *= static_cast<std::size_t>(c.k_store[d]);
+    }
     // Which of the three is the call's output.
     Direction d = c.direction;
     bool src_in = d != Direction::backward_data, weights_in = d != Direction::backward_weights;
     bool dst_in = d != Direction::forward;
     CLEAVE_TRY(dnnl::memory src, detail::stage_in(name(), e.src, data(c.src), 0, src_in));
     CLEAVE_TRY(dnnl::memory weights,
-               detail::stage_in(name(), e.weights, data(c.weights), 1, weights_in));
+               detail::stage_in(name(), e.weights, data(c.weights) + w_offset, 1, weights_in));
     CLEAVE_TRY(dnnl::memory dst, detail::stage_in(name(), e.dst, data(c.dst), 2, dst_in));
     int src_arg = d == Direction::backward_data ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
     int weights_arg = d == Direction::backward_weights ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
@@ -364,7 +434,8 @@ class ConvKernel final : public Kernel {
     CLEAVE_CHECK_OK(detail::execute(name(), e.primitive, e.scratch,
                                     {{src_arg, src}, {weights_arg, weights}, {dst_arg, dst}}));
     if (!src_in) return detail::stage_out(name(), e.src, src, call.output.data);
-    if (!weights_in) return detail::stage_out(name(), e.weights, weights, call.output.data);
+    if (!weights_in)
+      return detail::stage_out(name(), e.weights, weights, call.output.data + w_offset);
     return detail::stage_out(name(), e.dst, dst, call.output.data);
   }
 
@@ -378,7 +449,9 @@ class ConvKernel final : public Kernel {
                  c.strides,
                  c.dilates,
                  c.pad_l,
-                 c.pad_r});
+                 c.pad_r,
+                 c.k_store,
+                 c.tap_lo});
     return cache_.get(key, [&] {
       auto e = std::make_shared<ConvEntry>();
       // The plain variant may be refused (strided dX blocks); the blocked one then runs alone.

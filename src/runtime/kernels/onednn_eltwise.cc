@@ -24,9 +24,12 @@ bool same_region(KernelCall const& call, std::size_t input) {
 
 // ---- eltwise -------------------------------------------------------------------------------
 
-// The activation of `op`, or of the forward op of its gradient (`gelu_grad`: X, dY -> dX).
+// The activation of `op`, or of the forward op of its gradient (`gelu_grad`: X, dY -> dX;
+// `relu_grad`: Y, dY -> dX, dX = dY where Y > 0, else 0, which is oneDNN's ReLU backward from its
+// output, alpha 0).
 std::optional<dnnl::algorithm> eltwise_algorithm(ir::Op const& op) {
   if (op.type == "relu") return dnnl::algorithm::eltwise_relu;
+  if (op.type == "relu_grad") return dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
   if (op.type == "tanh") return dnnl::algorithm::eltwise_tanh;
   if (op.type == "sigmoid") return dnnl::algorithm::eltwise_logistic;
   if (op.type == "gelu" || op.type == "gelu_grad") {
@@ -52,11 +55,13 @@ class EltwiseKernel final : public Kernel {
     auto e = entry(call);
     if (!e) return Error(ErrorCode::unsupported, "onednn_eltwise: not an activation it handles");
     CLEAVE_CHECK_OK(detail::check_data(name(), call));
+    bool from_output = call.op->type == "relu_grad";
     if (call.inputs.size() == 2)
-      return detail::execute(name(), e->primitive, e->scratch,
-                             {{DNNL_ARG_SRC, detail::wrap(e->a, call.inputs[0].data)},
-                              {DNNL_ARG_DIFF_DST, detail::wrap(e->a, call.inputs[1].data)},
-                              {DNNL_ARG_DIFF_SRC, detail::wrap(e->a, call.output.data)}});
+      return detail::execute(
+          name(), e->primitive, e->scratch,
+          {{from_output ? DNNL_ARG_DST : DNNL_ARG_SRC, detail::wrap(e->a, call.inputs[0].data)},
+           {DNNL_ARG_DIFF_DST, detail::wrap(e->a, call.inputs[1].data)},
+           {DNNL_ARG_DIFF_SRC, detail::wrap(e->a, call.output.data)}});
     return detail::execute(name(), e->primitive, e->scratch,
                            {{DNNL_ARG_SRC, detail::wrap(e->a, call.inputs[0].data)},
                             {DNNL_ARG_DST, detail::wrap(e->a, call.output.data)}});

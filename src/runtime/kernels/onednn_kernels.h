@@ -30,6 +30,8 @@ std::unique_ptr<Kernel> make_copy_kernel();
 // Plain loops: every op whose statement is element-wise
 // or a top-level reduction of an element-wise body with affine indices (expression_kernel.cc).
 std::unique_ptr<Kernel> make_expression_kernel();
+// SGD's updates, sgd_momentum and sgd_update, as one loop (update_kernel.cc).
+std::unique_ptr<Kernel> make_update_kernel();
 // Plain loops per row: cross_entropy(_grad), layer_norm_grad_input/gamma (loop_kernels.cc).
 std::unique_ptr<Kernel> make_row_kernel();
 // embedding_grad as a scatter-add (loop_kernels.cc).

@@ -1,5 +1,8 @@
 #include "runtime/kernels/onednn_util.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -31,8 +34,9 @@ struct BufferSet {
   std::size_t size[slots] = {};
 };
 
-// Buffer sets outlive the threads that used them. The executor starts fresh worker threads every
-// step; were a thread's buffers freed with it, the next step's first call of each large primitive
+// Buffer sets outlive the threads that used them. The executor started fresh worker threads every
+// step (it keeps them now; calibration and the piece timer still start threads per measurement);
+// were a thread's buffers freed with it, the next step's first call of each large primitive
 // would allocate its scratchpad again, and glibc maps a block over its mmap threshold afresh (and
 // unmaps it on free), so every page faults in again: ResNet-18's 512-channel conv2d_grad_weight
 // piece books a 38 MB gemm scratchpad, and its first call per step took 65 ms instead of 9 ms.
@@ -166,6 +170,16 @@ Status check_data(std::string_view kernel, KernelCall const& call) {
       return Error(ErrorCode::invalid_argument,
                    std::string(kernel) + ": input " + std::to_string(i) + " has no data");
   return Status::ok();
+}
+
+int threads_for(std::int64_t work, std::int64_t min_work) {
+#if defined(__SANITIZE_THREAD__)
+  (void)work;
+  (void)min_work;
+  return 1;
+#else
+  return work < min_work ? 1 : std::max(1, omp_get_max_threads());
+#endif
 }
 
 bool inputs_dense(KernelCall const& call) {

@@ -108,6 +108,25 @@ Status execute(std::string_view kernel, dnnl::primitive const& primitive,
                dnnl::memory::desc const& scratchpad_desc,
                std::unordered_map<int, dnnl::memory> args);
 
+// The worker's OpenMP threads (`cleave run --threads`) that a loop kernel splits `work` among:
+// all of them from `min_work` on, else 1 (a parallel region costs microseconds). 1 under
+// ThreadSanitizer: Debian's libgomp is not instrumented, so its barriers are invisible to it and
+// it reports the pool threads' reuse of memory across regions as races.
+int threads_for(std::int64_t work, std::int64_t min_work);
+
+// f(i) for i in [0, n): on `threads` OpenMP threads, each a contiguous range of i, or in the
+// calling thread alone (no parallel region at all) when threads <= 1.
+template <typename F> void parallel_for(std::int64_t n, int threads, F const& f) {
+  if (threads <= 1) {
+    for (std::int64_t i = 0; i < n; ++i)
+      f(i);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    f(i);
+}
+
 // Every input of the call's piece is read (non-empty region) and needs no padding. Looks at the
 // piece only, not at data (handles() may be asked before buffers exist).
 bool inputs_dense(KernelCall const& call);
