@@ -13,6 +13,17 @@ namespace cleave::sim {
 
 namespace {
 
+// Hands freed heap pages back to the system where the program is large enough for it to matter:
+// glibc keeps freed small blocks resident, and at 1,024 devices the lowering's freed parts and
+// the simulation's freed lists would lie under what comes next (issue 21). A search evaluating
+// many small plans (swapadvisor's chromosomes) skips the heap walk.
+void trim_heap([[maybe_unused]] lower::Program const& program) {
+#if defined(__GLIBC__)
+  constexpr std::size_t large_program_tasks = std::size_t{1} << 20;
+  if (program.tasks.size() >= large_program_tasks) malloc_trim(0);
+#endif
+}
+
 std::vector<Violation> violations_of(std::vector<DeviceEvaluation> const& devices) {
   std::vector<Violation> out;
   for (std::size_t d = 0; d < devices.size(); ++d) {
@@ -82,11 +93,7 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
                      std::to_string(cluster.num_devices()));
   Evaluation e;
   CLEAVE_TRY(e.program, lower::lower(ctx.graph, ctx.plan, ctx.registry, ctx.collectives));
-#if defined(__GLIBC__)
-  // The lowering's parts, freed, are small blocks scattered through the heap, which glibc keeps
-  // resident; the simulation's per-task arrays would come on top of them (issue 21).
-  malloc_trim(0);
-#endif
+  trim_heap(e.program);  // the lowering's freed parts, before the simulation's arrays
   std::vector<DeviceTime> times;
   {  // the per-task timings and index, freed before the memory explanation's per-task blocks
     auto costs = collective_costs(e.program, ctx.graph, ctx.cost);
@@ -98,10 +105,7 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
                              ctx.samples_per_step, &index);
     times = device_times(e.program, index, e.prediction.sim);
   }
-#if defined(__GLIBC__)
-  // Likewise the simulation's freed lists, below the memory explanation's (issue 21).
-  malloc_trim(0);
-#endif
+  trim_heap(e.program);  // the simulation's freed lists, before the memory explanation's
   auto use = memory_use(ctx.graph, e.program, e.prediction.sim.spans);
   auto memory = device_memory(ctx.graph, use, cluster, ctx.largest_blocks);
   for (std::size_t d = 0; d < cluster.num_devices(); ++d)
