@@ -1,6 +1,7 @@
 #include "memory/allocation.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "support/assert.h"
 #include "support/format_bytes.h"
@@ -34,8 +35,10 @@ Pool pool_of(AllocationProblem const& problem, Allocation const& allocation) {
   auto object = object_bytes(problem, allocation.size_class);
   CLEAVE_ASSERT(object.size() == allocation.objects.size(), "an allocation without its counts");
   Pool pool;
+  // A class without objects is left out: its blocks take objects of a larger class, as the pool
+  // gives a block the smallest class with objects that hold it.
   for (std::size_t c = 0; c < object.size(); ++c)
-    pool.classes.push_back({object[c], allocation.objects[c]});
+    if (allocation.objects[c] > 0) pool.classes.push_back({object[c], allocation.objects[c]});
   return pool;
 }
 
@@ -73,12 +76,12 @@ std::vector<std::int64_t> from(std::vector<std::int64_t> const& objects) {
 std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
                                       std::vector<std::uint32_t> const& size_class) {
   auto need = needed_from(problem, size_class);
-  // From the largest class down, each the objects still missing (at least one): the fewest in the
-  // larger, dearer classes.
-  std::vector<std::int64_t> out(need.size(), 1);
+  // From the largest class down, each the objects still missing: the fewest in the larger,
+  // dearer classes.
+  std::vector<std::int64_t> out(need.size(), 0);
   std::int64_t above = 0;
   for (std::size_t c = need.size(); c-- > 0;) {
-    out[c] = std::max<std::int64_t>(1, need[c] - above);
+    out[c] = std::max<std::int64_t>(0, need[c] - above);
     above += out[c];
   }
   return out;
@@ -104,7 +107,9 @@ Status check_allocation(AllocationProblem const& problem, Allocation const& a) {
   auto need = needed_from(problem, a.size_class);
   auto have = from(a.objects);
   for (std::size_t c = 0; c < need.size(); ++c) {
-    if (a.objects[c] < 1) return fail("gives class " + std::to_string(c) + " no objects");
+    if (a.objects[c] < 0)
+      return fail("gives class " + std::to_string(c) + " " + std::to_string(a.objects[c]) +
+                  " objects");
     if (have[c] < need[c])
       return fail("gives class " + std::to_string(c) + " and larger ones " +
                   std::to_string(have[c]) + " objects; one op needs " + std::to_string(need[c]) +
@@ -129,11 +134,18 @@ Expected<Allocation> repair(AllocationProblem const& problem, Allocation a) {
   // The fewest objects added, each class from the largest down, to hold every set.
   std::int64_t above = 0;
   for (std::size_t c = least.size(); c-- > 0;) {
-    a.objects[c] = std::max({a.objects[c], std::int64_t{1}, need[c] - above});
+    a.objects[c] = std::max({a.objects[c], std::int64_t{0}, need[c] - above});
     above += a.objects[c];
   }
   auto object = object_bytes(problem, a.size_class);
   std::int64_t floor = bytes_of(least, object);
+  // A class's objects are as large as its largest size, so merging sizes into a class only raises
+  // the least pool that holds every set: a class per size has the least of all mappings. Where
+  // the chromosome's mapping cannot fit, that one may; where it cannot, none can.
+  std::vector<std::uint32_t> per_size(problem.sizes.size());
+  std::iota(per_size.begin(), per_size.end(), 0u);
+  if (floor > problem.capacity && a.size_class != per_size)
+    return repair(problem, {std::move(per_size), {}});
   if (floor > problem.capacity)
     return Error(ErrorCode::invalid_argument,
                  "the size classes need " + format_bytes(Bytes(floor)) +

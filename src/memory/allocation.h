@@ -28,7 +28,8 @@ struct Allocation {
   bool operator==(Allocation const&) const = default;
 };
 
-// The pool an allocation describes (object size: the largest size of the class).
+// The pool an allocation describes (object size: the largest size of the class; a class without
+// objects left out).
 Pool pool_of(AllocationProblem const& problem, Allocation const& allocation);
 // Per class of `size_class`, the fewest objects (in bytes) that hold every `together` set, a block
 // taking an object of its class or a larger one (PoolAllocator's rule).
@@ -36,16 +37,17 @@ std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
                                       std::vector<std::uint32_t> const& size_class);
 
 // Whether an allocation is one `repair` could return: a class per size, the first 0 and steps of
-// 0 or 1, at least one object per class and objects enough from each class up for every
-// `together` set, and a pool within capacity. The error says
-// which rule it breaks.
+// 0 or 1, no negative count, objects enough from each class up for every `together` set, and a
+// pool within capacity. The error says which rule it breaks. A class may have no objects: its
+// blocks take objects of a larger class (pool_of leaves it out).
 Status check_allocation(AllocationProblem const& problem, Allocation const& allocation);
 
 // The allocation with its mapping made monotone (a step back or beyond one is cut to the nearest
 // allowed), a count for every class, the fewest objects added (from the largest class down) to
 // hold every set, and, where the pool is over capacity, each class's objects above its minimum
-// (min_objects) cut in proportion until it fits. An error when even the
-// minima overfill the capacity (the classes cannot hold what one op needs at once).
+// (min_objects) cut in proportion until it fits. Where the mapping's minima overfill the
+// capacity, a class per size (the least minima of any mapping) in its place; an error only when
+// even those overfill it: no pool holds what the step needs at once.
 Expected<Allocation> repair(AllocationProblem const& problem, Allocation allocation);
 
 }  // namespace cleave::memory

@@ -2,6 +2,7 @@
 // free object that holds it) and the allocation chromosome's repair, which must always give a
 // valid pool: monotone classes, enough objects for what one op holds at once, within capacity.
 #include <gtest/gtest.h>
+#include <numeric>
 #include <random>
 
 #include "memory/allocation.h"
@@ -42,9 +43,12 @@ TEST(Allocation, MinimaCoverWhatOneOpHoldsAtOnceFromEachClassUp) {
   // One class for all: the second set holds 4 blocks at once.
   EXPECT_EQ(min_objects(p, {0, 0, 0}), (std::vector<std::int64_t>{4}));
   // A class per size: the second set's three 20s and one 30 take 4 objects from class 1 up, the
-  // first set's two 10s and a 20 take 3 from class 0 up; the larger classes get the fewest.
-  EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{1, 3, 1}));
+  // first set's two 10s and a 20 take 3 from class 0 up, which the 4 above hold; the larger
+  // classes get the fewest, and the 10s none of their own (they take objects of 20).
+  EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{0, 3, 1}));
   EXPECT_EQ(pool_of(p, {{0, 0, 1}, {2, 3}}), (Pool{{{20, 2}, {30, 3}}}));
+  // A class without objects is left out of the pool.
+  EXPECT_EQ(pool_of(p, {{0, 1, 2}, {0, 3, 1}}), (Pool{{{20, 3}, {30, 1}}}));
 }
 
 TEST(Allocation, BrokenAllocationsAreNamedErrors) {
@@ -58,10 +62,22 @@ TEST(Allocation, BrokenAllocationsAreNamedErrors) {
   says({{1, 1}, {1, 1}}, "classes start at 0 and step by 0 or 1");
   says({{0, 1}, {1}}, "counts objects for 1 classes, not 2");
   says({{0, 0}, {1}}, "one op needs 2 at once");
+  says({{0, 1}, {-1, 2}}, "gives class 0 -1 objects");
   says({{0, 1}, {5, 5}}, "over the capacity");
   auto tiny = repair({{10, 20}, {{0, 1}}, 25}, {{0, 1}, {1, 1}});
   ASSERT_FALSE(tiny.has_value());
   EXPECT_NE(tiny.error().to_string().find("over the pool's capacity"), std::string::npos);
+}
+
+// A mapping whose minima overfill the device is replaced by a class per size where that fits:
+// one class of 100 needs 3 objects (300 bytes) for the set {10, 10, 100}; a class per size
+// needs 100 + 2 x 10.
+TEST(Allocation, RepairFindsAPoolWhereTheChromosomesClassesCannotFit) {
+  AllocationProblem p{{10, 100}, {{0, 0, 1}}, 150};
+  EXPECT_EQ(min_objects(p, {0, 0}), (std::vector<std::int64_t>{3}));
+  auto r = repair(p, {{0, 0}, {3}});
+  ASSERT_TRUE(r.has_value()) << r.error().to_string();
+  EXPECT_EQ(*r, (Allocation{{0, 1}, {2, 1}}));
 }
 
 // Property: whatever crossover and mutation leave (classes stepping anywhere, counts anywhere),
@@ -90,6 +106,11 @@ TEST(Allocation, RepairAlwaysGivesAValidPool) {
     for (int c = std::uniform_int_distribution<int>(0, 16)(rng); c > 0; --c)
       a.objects.push_back(std::uniform_int_distribution<std::int64_t>(-5, 1000)(rng));
     auto r = repair(p, a);
+    // No pool holds the sets where a class per size (the least minima of any mapping) cannot.
+    std::vector<std::uint32_t> per_size(sizes);
+    std::iota(per_size.begin(), per_size.end(), 0u);
+    auto least = pool_bytes(pool_of(p, {per_size, min_objects(p, per_size)})).value();
+    EXPECT_EQ(r.has_value(), least <= p.capacity) << "trial " << trial;
     if (!r) {
       EXPECT_NE(r.error().to_string().find("for the blocks held at once"), std::string::npos);
       continue;

@@ -71,7 +71,10 @@ TEST(SwapAdvisor, PlansFitACapAThirdOfThePeak) {
     Planning s(cluster + (cluster == "v100x1" ? ":" : ",") + "memory=" + std::to_string(cap) + "B");
     for (std::string algorithm : {"swapadvisor", "lru-swap"}) {
       SCOPED_TRACE(cluster + " " + algorithm);
-      auto p = make_plan(algorithm, s.context(1, algorithm));
+      auto ctx = s.context(1, algorithm);
+      // The paper's pool (the search may prefer bytes).
+      if (algorithm == "swapadvisor") ctx.options.push_back({"memory", "pool"});
+      auto p = make_plan(algorithm, ctx);
       ASSERT_TRUE(p.has_value()) << p.error().to_string();
       EXPECT_FALSE(p->swaps.empty());
       for (auto const& swap : p->swaps)
@@ -259,9 +262,15 @@ TEST(SwapAdvisor, ImpossibleCapsAndBadOptionsAreClearErrors) {
     std::string message;
   };
   std::vector<Case> cases = {
-      {"cpu:devices=1,memory=256KiB", "swapadvisor", {}, "for the blocks held at once"},
-      {"cpu:devices=1,memory=1MiB", "swapadvisor", {}, "for the blocks held at once"},
+      {"cpu:devices=1,memory=256KiB",
+       "swapadvisor",
+       {{"memory", "pool"}},
+       "for the blocks held at once"},
+      // A pool holds what one op needs at once (a class per size), but not what the walk keeps.
+      {"cpu:devices=1,memory=1MiB", "swapadvisor", {{"memory", "pool"}}, "no room at position"},
+      {"cpu:devices=1,memory=256KiB", "swapadvisor", {{"memory", "bytes"}}, "no room at position"},
       {"cpu:devices=1,memory=256KiB", "lru-swap", {}, "no room at position"},
+      {"v100x1", "swapadvisor", {{"memory", "heap"}}, "memory"},
       {"v100x1", "swapadvisor", {{"population", "1"}}, "population must be at least 2"},
       {"v100x1", "swapadvisor", {{"mutation", "101"}}, "percentage"},
       {"v100x1", "swapadvisor", {{"idle", "0"}}, "idle must be at least 1"},

@@ -75,9 +75,13 @@ class Genetic {
   Scored evaluate(Chromosome c) {
     Scored s{std::move(c), {}, infeasible};
     auto repaired = memory::repair(model_.allocation, s.chromosome.allocation);
-    if (repaired) {
-      s.chromosome.allocation = *repaired;
-      SwapRequest request{model_, s.chromosome.schedule, &s.chromosome.allocation};
+    if (repaired || !s.chromosome.pooled) {
+      if (repaired) s.chromosome.allocation = *repaired;
+      SwapRequest request{model_, s.chromosome.schedule};
+      if (s.chromosome.pooled)
+        request.allocation = &s.chromosome.allocation;
+      else
+        request.room_bytes = model_.allocation.capacity;
       request.idle_threshold = opt_.idle_threshold;
       auto swaps = plan_swaps(request);
       if (swaps) {
@@ -106,8 +110,7 @@ class Genetic {
   // pool when the simulated order of allocations and frees takes objects otherwise than the
   // planner's walk did (the second pass moves copies back earlier).
   Expected<double> step_time(Scored const& s) const {
-    auto plan = schedule_plan(ctx_, s.chromosome.schedule, s.swaps,
-                              memory::pool_of(model_.allocation, s.chromosome.allocation));
+    auto plan = schedule_plan(ctx_, s.chromosome.schedule, s.swaps, pool(s.chromosome));
     auto e = sim::evaluate({ctx_.graph, ctx_.registry, plan, ctx_.cost, ctx_.batch});
     CLEAVE_ASSERT(e.has_value(), e ? "" : e.error().to_string().c_str());
     if (e->violations.empty()) return e->prediction.step_time_s;
@@ -122,7 +125,9 @@ class Genetic {
   }
 
   // The first chromosome: the graph's order, a class per size, memory shared by the bytes each
-  // size asks for; the others: ready-set mutations of that order and random classes and shares.
+  // size asks for; the second: the same order (when the search weighs both, in bytes: lru-swap's
+  // order and memory, planned by Belady's rule with early copies back); the others: ready-set
+  // mutations of that order and random classes and shares, one in four in bytes.
   Chromosome initial(std::int64_t i) {
     auto topo = ctx_.graph.topo_order();
     std::vector<ir::OpId> order(topo.begin(), topo.end());
@@ -158,8 +163,13 @@ class Genetic {
       a.objects.push_back(static_cast<std::int64_t>(
           std::ceil(share[c] / total * double(model_.allocation.capacity) /
                     double(pool.classes[c].object_bytes))));
-    if (i > 0) order = ready_set(order, rate_);
-    return {std::move(order), std::move(a)};
+    if (i > 1) order = ready_set(order, rate_);
+    bool pooled = opt_.memory == MemoryKind::search ? i % 4 != 1 : opt_.memory == MemoryKind::pool;
+    return {std::move(order), std::move(a), pooled};
+  }
+
+  memory::Pool pool(Chromosome const& c) const {
+    return c.pooled ? memory::pool_of(model_.allocation, c.allocation) : memory::Pool{};
   }
 
   std::pair<std::size_t, std::size_t> parents(std::vector<Scored> const& p) {
@@ -182,7 +192,7 @@ class Genetic {
          s2 = schedule_cross(b.schedule, a.schedule, cr);
     auto a1 = allocation_cross(a.allocation, b.allocation, x),
          a2 = allocation_cross(b.allocation, a.allocation, x);
-    return {{s1, a1}, {s1, a2}, {s2, a1}, {s2, a2}};
+    return {{s1, a1, a.pooled}, {s1, a2, b.pooled}, {s2, a1, a.pooled}, {s2, a2, b.pooled}};
   }
 
   // The first `cr` ops of `second`, then the rest in `first`'s order.
@@ -217,6 +227,7 @@ class Genetic {
   Chromosome mutate(Chromosome c) {
     c.schedule = ready_set(c.schedule, rate_);
     std::bernoulli_distribution hit(rate_), up(0.5);
+    if (opt_.memory == MemoryKind::search && hit(rng_)) c.pooled = !c.pooled;
     auto& a = c.allocation;
     for (std::size_t s = 1; s < a.size_class.size(); ++s)
       if (hit(rng_))
@@ -225,7 +236,7 @@ class Genetic {
     for (auto& objects : a.objects)
       if (hit(rng_)) {
         std::normal_distribution<double> step(0, std::max(1.0, double(objects) / 4));
-        objects = std::max<std::int64_t>(1, objects + std::llround(step(rng_)));
+        objects = std::max<std::int64_t>(0, objects + std::llround(step(rng_)));
       }
     return c;
   }

@@ -21,13 +21,24 @@ namespace cleave::search::swapadvisor {
 struct Chromosome {
   std::vector<ir::OpId> schedule;
   memory::Allocation allocation;
+  // False: the device's memory is one budget of bytes (as lru-swap's and every other plan's), the
+  // allocation's genes carried but unused. A static pool of size classes wastes what a class's
+  // larger objects leave unused in smaller blocks (a CNN's few early activations of 1 GiB and more
+  // need their objects at the step's two ends; between, blocks a tenth their size fill them), so
+  // the search weighs the pool against bytes.
+  bool pooled = true;
 };
+
+// What memory the chromosomes divide: the search weighs the paper's pool against bytes, or keeps
+// to one.
+enum class MemoryKind : std::uint8_t { search, pool, bytes };
 
 struct GeneticOptions {
   std::int64_t population = 32;
   std::int64_t mutation_percent = 10;
   std::int64_t generations = 20;  // when the budget gives no limit
   int idle_threshold = 2;
+  MemoryKind memory = MemoryKind::search;
 };
 
 // A chromosome's plan and how fast it runs.

@@ -169,10 +169,10 @@ class Walk {
   // update's output that ends the step on the host goes, once nothing reads it again, first when
   // idle, else last (the op at k waits for its copy out); a block brought from the host is dropped
   // without a copy out, so it need not be idle.
-  std::optional<std::int64_t> eviction_score(std::uint32_t b, int k) const {
+  std::optional<std::int64_t> eviction_score(std::uint32_t b, int k, int idle_threshold) const {
     constexpr std::int64_t first = std::numeric_limits<std::int64_t>::max();
     constexpr std::int64_t last = std::numeric_limits<std::int64_t>::min();
-    bool idle = last_access_[b] < 0 ? k >= 1 : last_access_[b] <= k - r_.idle_threshold;
+    bool idle = last_access_[b] < 0 ? k >= 1 : last_access_[b] <= k - idle_threshold;
     if (ends_on_host(b)) {
       // Its swap-out follows its last use, before the op at k that waits for it.
       bool done = !swapped_[b] && !next_use(b, k - 1) && last_access_[b] < k;
@@ -184,21 +184,31 @@ class Walk {
     return r_.eviction == Eviction::belady ? *next : -last_access_[b];
   }
 
+  // The block Belady's (or LRU's) rule evicts to make room for t at k among those idle for at
+  // least `idle_threshold` positions, if any.
+  std::optional<std::uint32_t> victim_for(std::uint32_t t, int k, int idle_threshold) const {
+    std::optional<std::uint32_t> victim;
+    std::int64_t best = 0;
+    for (std::uint32_t b = 0; b < model_.bytes.size(); ++b) {
+      if (!resident_[b] || resource(b) < home_[t] || b == t) continue;
+      auto score = eviction_score(b, k, idle_threshold);
+      if (score && (!victim || *score > best)) {
+        victim = b;
+        best = *score;
+      }
+    }
+    return victim;
+  }
+
   // Room for block t, evicting blocks (of its class or larger ones) as needed; t is held from k
-  // on (from 0 when k is -1, the step's start).
+  // on (from 0 when k is -1, the step's start). Where no block has been idle for the threshold,
+  // one idle for a single op goes: the threshold only gives copies out time to run (the op at k
+  // waits for its copy out either way), so it must not leave a step without a plan.
   Status allocate(std::uint32_t t, int k) {
     int at = std::max(k, 0);
     for (auto c = room_for(t); !c; c = room_for(t)) {
-      std::optional<std::uint32_t> victim;
-      std::int64_t best = 0;
-      for (std::uint32_t b = 0; b < model_.bytes.size(); ++b) {
-        if (!resident_[b] || resource(b) < home_[t] || b == t) continue;
-        auto score = eviction_score(b, at);
-        if (score && (!victim || *score > best)) {
-          victim = b;
-          best = *score;
-        }
-      }
+      auto victim = victim_for(t, at, r_.idle_threshold);
+      if (!victim && r_.idle_threshold > 1) victim = victim_for(t, at, 1);
       if (!victim) {
         if (!model_.held_on_host && drop_dead(home_[t], at)) continue;
         return no_room(t, at);
@@ -273,8 +283,8 @@ class Walk {
     return Error(ErrorCode::invalid_argument,
                  "no room at position " + std::to_string(k) + " of the schedule for a block of " +
                      format_bytes(Bytes(model_.bytes[t])) + " " + whose + ": " + what +
-                     " with blocks in use or idle for fewer than " +
-                     std::to_string(r_.idle_threshold) + " ops");
+                     " with blocks read by this op or the next, brought back already (a block "
+                     "is swapped once) or kept to the step's end");
   }
 
   // The second pass: each copy back issued at the earliest position from its swap-out's on where

@@ -53,6 +53,12 @@ std::vector<OptionSpec> swapadvisor_options() {
        "ops a block must have been idle for before Belady's rule may evict it (its copy out has "
        "time to run)",
        {}},
+      {"memory",
+       OptionType::choice,
+       "search",
+       "what the chromosomes divide: the paper's pool of size classes, the device's bytes, or "
+       "the search weighs both",
+       {"search", "pool", "bytes"}},
   };
 }
 
@@ -62,6 +68,10 @@ Expected<plan::Plan> swapadvisor(SearchContext const& ctx, Options const& option
   g.mutation_percent = options.integer("mutation");
   g.generations = options.integer("generations");
   g.idle_threshold = static_cast<int>(options.integer("idle"));
+  auto const& memory = options.choice("memory");
+  g.memory = memory == "pool"    ? MemoryKind::pool
+             : memory == "bytes" ? MemoryKind::bytes
+                                 : MemoryKind::search;
   CLEAVE_CHECK_OK(check_options(g));
   CLEAVE_TRY(StepModel model, step_model(ctx));
   CLEAVE_TRY(GeneticResult r, run_genetic(ctx, model, g));
@@ -69,10 +79,12 @@ Expected<plan::Plan> swapadvisor(SearchContext const& ctx, Options const& option
   config << "swaps=" << r.best.swaps.size()
          << " swapped=" << format_bytes(Bytes(swapped_bytes(ctx.graph, r.best.swaps)))
          << " step_s=" << r.best.step_s << " first_population_best_s=" << r.first_population_best_s
-         << " generations=" << r.generations
-         << " held=" << (model.held_on_host ? "host" : "device");
-  plan::Plan p = schedule_plan(ctx, r.best.chromosome.schedule, std::move(r.best.swaps),
-                               memory::pool_of(model.allocation, r.best.chromosome.allocation));
+         << " generations=" << r.generations << " held=" << (model.held_on_host ? "host" : "device")
+         << " memory=" << (r.best.chromosome.pooled ? "pool" : "bytes");
+  auto const& best = r.best.chromosome;
+  plan::Plan p = schedule_plan(ctx, best.schedule, std::move(r.best.swaps),
+                               best.pooled ? memory::pool_of(model.allocation, best.allocation)
+                                           : memory::Pool{});
   p.provenance.config = config.str();
   p.provenance.course = std::move(r.course);
   p.provenance.budget_exhausted = r.budget_exhausted;
