@@ -1,7 +1,7 @@
 #include "memory/allocation.h"
 
 #include <algorithm>
-#include <numeric>
+#include <limits>
 
 #include "support/assert.h"
 #include "support/format_bytes.h"
@@ -35,56 +35,61 @@ Pool pool_of(AllocationProblem const& problem, Allocation const& allocation) {
   auto object = object_bytes(problem, allocation.size_class);
   CLEAVE_ASSERT(object.size() == allocation.objects.size(), "an allocation without its counts");
   Pool pool;
-  // A class without objects is left out: its blocks take objects of a larger class, as the pool
-  // gives a block the smallest class with objects that hold it.
+  // A class without objects, which no set needs, is left out (a pool's classes have objects).
   for (std::size_t c = 0; c < object.size(); ++c)
     if (allocation.objects[c] > 0) pool.classes.push_back({object[c], allocation.objects[c]});
   return pool;
 }
 
-namespace {
-
-// Per class: the most blocks of one `together` set in that class or larger ones, which need as
-// many objects there (a block takes an object of its class or a larger one).
-std::vector<std::int64_t> needed_from(AllocationProblem const& problem,
+std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
                                       std::vector<std::uint32_t> const& size_class) {
   std::size_t classes = classes_of(size_class);
   std::vector<std::int64_t> need(classes, 0), count(classes, 0);
   for (auto const& set : problem.together) {
     std::fill(count.begin(), count.end(), 0);
     for (auto s : set)
-      ++count[size_class[s]];
-    std::int64_t above = 0;
-    for (std::size_t c = classes; c-- > 0;) {
-      above += count[c];
-      need[c] = std::max(need[c], above);
-    }
+      need[size_class[s]] = std::max(need[size_class[s]], ++count[size_class[s]]);
   }
   return need;
 }
 
-// The objects from class c up.
-std::vector<std::int64_t> from(std::vector<std::int64_t> const& objects) {
-  std::vector<std::int64_t> out(objects.size() + 1, 0);
-  for (std::size_t c = objects.size(); c-- > 0;)
-    out[c] = out[c + 1] + objects[c];
-  return out;
-}
-
-}  // namespace
-
-std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
-                                      std::vector<std::uint32_t> const& size_class) {
-  auto need = needed_from(problem, size_class);
-  // From the largest class down, each the objects still missing: the fewest in the larger,
-  // dearer classes.
-  std::vector<std::int64_t> out(need.size(), 0);
-  std::int64_t above = 0;
-  for (std::size_t c = need.size(); c-- > 0;) {
-    out[c] = std::max<std::int64_t>(0, need[c] - above);
-    above += out[c];
+std::vector<std::uint32_t> least_classes(AllocationProblem const& problem) {
+  std::size_t sizes = problem.sizes.size();
+  // The sets each size is in, once per block.
+  std::vector<std::vector<std::uint32_t>> in(sizes);
+  for (std::size_t k = 0; k < problem.together.size(); ++k)
+    for (auto s : problem.together[k])
+      in[s].push_back(static_cast<std::uint32_t>(k));
+  // least[j]: the least bytes of objects for the sizes below j, split into classes; a class of
+  // sizes i..j costs its largest size times the most blocks of one set among them. The first
+  // class of the best split of the sizes below j starts at start[j].
+  constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> least(sizes + 1, none);
+  std::vector<std::size_t> start(sizes + 1, 0);
+  least[0] = 0;
+  std::vector<std::int64_t> count(problem.together.size());
+  for (std::size_t i = 0; i < sizes; ++i) {
+    std::fill(count.begin(), count.end(), 0);
+    std::int64_t most = 0;
+    for (std::size_t j = i; j < sizes; ++j) {
+      for (auto k : in[j])
+        most = std::max(most, ++count[k]);
+      std::int64_t cost = least[i] + most * problem.sizes[j];
+      if (cost < least[j + 1]) {
+        least[j + 1] = cost;
+        start[j + 1] = i;
+      }
+    }
   }
-  return out;
+  std::vector<std::uint32_t> size_class(sizes);
+  std::vector<std::size_t> starts;
+  for (std::size_t j = sizes; j > 0; j = start[j])
+    starts.push_back(start[j]);
+  std::reverse(starts.begin(), starts.end());
+  for (std::size_t c = 0; c < starts.size(); ++c)
+    for (std::size_t s = starts[c]; s < (c + 1 < starts.size() ? starts[c + 1] : sizes); ++s)
+      size_class[s] = static_cast<std::uint32_t>(c);
+  return size_class;
 }
 
 Status check_allocation(AllocationProblem const& problem, Allocation const& a) {
@@ -104,17 +109,11 @@ Status check_allocation(AllocationProblem const& problem, Allocation const& a) {
   if (a.objects.size() != classes_of(a.size_class))
     return fail("counts objects for " + std::to_string(a.objects.size()) + " classes, not " +
                 std::to_string(classes_of(a.size_class)));
-  auto need = needed_from(problem, a.size_class);
-  auto have = from(a.objects);
-  for (std::size_t c = 0; c < need.size(); ++c) {
-    if (a.objects[c] < 0)
+  auto need = min_objects(problem, a.size_class);
+  for (std::size_t c = 0; c < need.size(); ++c)
+    if (a.objects[c] < need[c])
       return fail("gives class " + std::to_string(c) + " " + std::to_string(a.objects[c]) +
-                  " objects");
-    if (have[c] < need[c])
-      return fail("gives class " + std::to_string(c) + " and larger ones " +
-                  std::to_string(have[c]) + " objects; one op needs " + std::to_string(need[c]) +
-                  " at once");
-  }
+                  " objects; one op needs " + std::to_string(need[c]) + " at once");
   std::int64_t bytes = bytes_of(a.objects, object_bytes(problem, a.size_class));
   if (bytes > problem.capacity)
     return fail("takes " + format_bytes(Bytes(bytes)) + ", over the capacity of " +
@@ -129,23 +128,17 @@ Expected<Allocation> repair(AllocationProblem const& problem, Allocation a) {
     a.size_class[s] = s == 0 ? 0 : std::clamp(a.size_class[s], prev, prev + 1);
   }
   auto least = min_objects(problem, a.size_class);
-  auto need = needed_from(problem, a.size_class);
   a.objects.resize(least.size(), 0);
-  // The fewest objects added, each class from the largest down, to hold every set.
-  std::int64_t above = 0;
-  for (std::size_t c = least.size(); c-- > 0;) {
-    a.objects[c] = std::max({a.objects[c], std::int64_t{0}, need[c] - above});
-    above += a.objects[c];
-  }
+  for (std::size_t c = 0; c < least.size(); ++c)
+    a.objects[c] = std::max(a.objects[c], least[c]);
   auto object = object_bytes(problem, a.size_class);
   std::int64_t floor = bytes_of(least, object);
-  // A class's objects are as large as its largest size, so merging sizes into a class only raises
-  // the least pool that holds every set: a class per size has the least of all mappings. Where
-  // the chromosome's mapping cannot fit, that one may; where it cannot, none can.
-  std::vector<std::uint32_t> per_size(problem.sizes.size());
-  std::iota(per_size.begin(), per_size.end(), 0u);
-  if (floor > problem.capacity && a.size_class != per_size)
-    return repair(problem, {std::move(per_size), {}});
+  // Where the chromosome's classes cannot hold every set within the capacity, the classes that
+  // need the least memory may; where they cannot, no pool can.
+  if (floor > problem.capacity) {
+    auto best = problem.least_classes.empty() ? least_classes(problem) : problem.least_classes;
+    if (a.size_class != best) return repair(problem, {std::move(best), {}});
+  }
   if (floor > problem.capacity)
     return Error(ErrorCode::invalid_argument,
                  "the size classes need " + format_bytes(Bytes(floor)) +
@@ -155,8 +148,6 @@ Expected<Allocation> repair(AllocationProblem const& problem, Allocation a) {
   if (bytes_of(a.objects, object) <= problem.capacity) return a;
   // Cut the objects above each minimum in proportion (from at least the minimum, which holds every
   // set); rounding down keeps it within capacity.
-  for (std::size_t c = 0; c < least.size(); ++c)
-    a.objects[c] = std::max(a.objects[c], least[c]);
   std::int64_t total = bytes_of(a.objects, object);
   double keep = double(problem.capacity - floor) / double(total - floor);
   for (std::size_t c = 0; c < least.size(); ++c)

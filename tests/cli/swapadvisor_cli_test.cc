@@ -55,8 +55,9 @@ TEST(Cli, SwapAdvisorTrainsWithWeightsStartingOnTheHost) {
   std::string model = "mlp:layers=4,hidden=512,input=512,classes=10,batch=8";
   std::int64_t cap = 6 << 20;
   std::string plan = (scratch() / "swapadvisor_weights.json").string();
+  // The paper's pool (the search may prefer bytes), which the runtime's arena hands out.
   Outcome planned = cleave("plan " + model + " --cluster cpu:devices=1,memory=6MiB --algo " +
-                           "swapadvisor --seed 1 --json -o " + plan);
+                           "swapadvisor --option memory=pool --seed 1 --json -o " + plan);
   ASSERT_EQ(planned.code, 0) << planned.err;
   auto p = nlohmann::json::parse(planned.out)["plans"][0];
   EXPECT_TRUE(p["violations"].empty());

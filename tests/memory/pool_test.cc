@@ -2,7 +2,7 @@
 // free object that holds it) and the allocation chromosome's repair, which must always give a
 // valid pool: monotone classes, enough objects for what one op holds at once, within capacity.
 #include <gtest/gtest.h>
-#include <numeric>
+#include <limits>
 #include <random>
 
 #include "memory/allocation.h"
@@ -42,10 +42,9 @@ TEST(Allocation, MinimaCoverWhatOneOpHoldsAtOnceFromEachClassUp) {
   AllocationProblem p{{10, 20, 30}, {{0, 0, 1}, {2, 1, 1, 1}}, 1000};
   // One class for all: the second set holds 4 blocks at once.
   EXPECT_EQ(min_objects(p, {0, 0, 0}), (std::vector<std::int64_t>{4}));
-  // A class per size: the second set's three 20s and one 30 take 4 objects from class 1 up, the
-  // first set's two 10s and a 20 take 3 from class 0 up, which the 4 above hold; the larger
-  // classes get the fewest, and the 10s none of their own (they take objects of 20).
-  EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{0, 3, 1}));
+  // A class per size: each class the most blocks of one set in it (a block takes an object of
+  // its own class only).
+  EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{2, 3, 1}));
   EXPECT_EQ(pool_of(p, {{0, 0, 1}, {2, 3}}), (Pool{{{20, 2}, {30, 3}}}));
   // A class without objects is left out of the pool.
   EXPECT_EQ(pool_of(p, {{0, 1, 2}, {0, 3, 1}}), (Pool{{{20, 3}, {30, 1}}}));
@@ -69,20 +68,25 @@ TEST(Allocation, BrokenAllocationsAreNamedErrors) {
   EXPECT_NE(tiny.error().to_string().find("over the pool's capacity"), std::string::npos);
 }
 
-// A mapping whose minima overfill the device is replaced by a class per size where that fits:
-// one class of 100 needs 3 objects (300 bytes) for the set {10, 10, 100}; a class per size
-// needs 100 + 2 x 10.
+// A mapping whose minima overfill the device is replaced by the least one where that fits: one
+// class of 100 needs 3 objects (300 bytes) for the set {10, 10, 100}, a class per size 2 x 10 +
+// 100; but where two sets hold {10, 10} and {20, 20}, one class of 2 x 20 beats 2 x 10 + 2 x 20.
 TEST(Allocation, RepairFindsAPoolWhereTheChromosomesClassesCannotFit) {
   AllocationProblem p{{10, 100}, {{0, 0, 1}}, 150};
-  EXPECT_EQ(min_objects(p, {0, 0}), (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(least_classes(p), (std::vector<std::uint32_t>{0, 1}));
   auto r = repair(p, {{0, 0}, {3}});
   ASSERT_TRUE(r.has_value()) << r.error().to_string();
   EXPECT_EQ(*r, (Allocation{{0, 1}, {2, 1}}));
+  AllocationProblem q{{10, 20}, {{0, 0}, {1, 1}}, 50};
+  EXPECT_EQ(least_classes(q), (std::vector<std::uint32_t>{0, 0}));
+  auto merged = repair(q, {{0, 1}, {2, 2}});
+  ASSERT_TRUE(merged.has_value()) << merged.error().to_string();
+  EXPECT_EQ(*merged, (Allocation{{0, 0}, {2}}));
 }
 
 // Property: whatever crossover and mutation leave (classes stepping anywhere, counts anywhere),
-// repair gives an allocation check_allocation accepts, or an error exactly when even the minima
-// overfill the capacity.
+// repair gives an allocation check_allocation accepts, or an error exactly when no mapping's
+// minima fit the capacity.
 TEST(Allocation, RepairAlwaysGivesAValidPool) {
   std::mt19937_64 rng(42);
   int repaired = 0;
@@ -106,10 +110,19 @@ TEST(Allocation, RepairAlwaysGivesAValidPool) {
     for (int c = std::uniform_int_distribution<int>(0, 16)(rng); c > 0; --c)
       a.objects.push_back(std::uniform_int_distribution<std::int64_t>(-5, 1000)(rng));
     auto r = repair(p, a);
-    // No pool holds the sets where a class per size (the least minima of any mapping) cannot.
-    std::vector<std::uint32_t> per_size(sizes);
-    std::iota(per_size.begin(), per_size.end(), 0u);
-    auto least = pool_bytes(pool_of(p, {per_size, min_objects(p, per_size)})).value();
+    // Every mapping (a class break after each size or not): repair fails exactly when none holds
+    // the sets within the capacity, and least_classes needs the least of them.
+    auto floor = [&](std::vector<std::uint32_t> const& m) {
+      return pool_bytes(pool_of(p, {m, min_objects(p, m)})).value();
+    };
+    std::int64_t least = std::numeric_limits<std::int64_t>::max();
+    for (std::uint32_t breaks = 0; breaks < (1u << (sizes - 1)); ++breaks) {
+      std::vector<std::uint32_t> m{0};
+      for (std::size_t s = 1; s < sizes; ++s)
+        m.push_back(m.back() + ((breaks >> (s - 1)) & 1));
+      least = std::min(least, floor(m));
+    }
+    EXPECT_EQ(floor(least_classes(p)), least) << "trial " << trial;
     EXPECT_EQ(r.has_value(), least <= p.capacity) << "trial " << trial;
     if (!r) {
       EXPECT_NE(r.error().to_string().find("for the blocks held at once"), std::string::npos);

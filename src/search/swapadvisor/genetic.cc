@@ -124,10 +124,11 @@ class Genetic {
                      " s: the copies and frees ran in another order than the planner's walk");
   }
 
-  // The first chromosome: the graph's order, a class per size, memory shared by the bytes each
-  // size asks for; the second: the same order (when the search weighs both, in bytes: lru-swap's
-  // order and memory, planned by Belady's rule with early copies back); the others: ready-set
-  // mutations of that order and random classes and shares, one in four in bytes.
+  // The first chromosome: the graph's order, the classes whose minima take the least memory
+  // (memory::least_classes), memory shared by the bytes each class's sizes ask for; the second: the
+  // same order (when the search weighs both, in bytes: lru-swap's order and memory, planned by
+  // Belady's rule with early copies back); the others: ready-set mutations of that order and random
+  // classes and shares, one in four in bytes.
   Chromosome initial(std::int64_t i) {
     auto topo = ctx_.graph.topo_order();
     std::vector<ir::OpId> order(topo.begin(), topo.end());
@@ -143,11 +144,11 @@ class Genetic {
     double ratio = std::exp2(std::uniform_real_distribution<double>(1, 4)(rng_));
     auto const& size = model_.allocation.sizes;
     for (std::size_t s = 1, first = 0; s < sizes; ++s) {
-      bool fresh =
-          i == 0 || (i % 2 == 0 ? step(rng_) : double(size[s]) > ratio * double(size[first]));
+      bool fresh = i % 2 == 0 ? step(rng_) : double(size[s]) > ratio * double(size[first]);
       a.size_class[s] = a.size_class[s - 1] + (fresh ? 1 : 0);
       if (fresh) first = s;
     }
+    if (i == 0) a.size_class = model_.allocation.least_classes;
     std::vector<double> share(sizes == 0 ? 0 : a.size_class.back() + 1, 0);
     std::uniform_real_distribution<double> weight(0.1, 1.0);
     for (std::size_t s = 0; s < sizes; ++s)

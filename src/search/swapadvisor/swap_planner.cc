@@ -17,8 +17,9 @@ std::int64_t block_bytes(ir::Graph const& graph, ir::TensorId tensor, tdl::Box c
   return tdl::box_volume(region) * ir::dtype_bytes(graph.tensor(tensor).type.dtype);
 }
 
-// The walk's state: what each block occupies, per resource (a pool's size class, or the one
-// budget of bytes), and the intervals of positions each block holds it.
+// The walk's state: what each block occupies, per resource (its size's class of a pool, never
+// another: memory/allocation.h; or the one budget of bytes), and the intervals of positions each
+// block holds it.
 class Walk {
  public:
   explicit Walk(SwapRequest const& r) : r_(r), model_(r.model) {
@@ -48,7 +49,6 @@ class Walk {
     } else {
       limit_ = {r.room_bytes};
     }
-    resource_ = home_;
     used_.assign(limit_.size(), 0);
     held_.resize(blocks);
     last_access_.assign(blocks, -1);
@@ -65,9 +65,8 @@ class Walk {
     } else {
       // The blocks held before the step are there when it starts.
       for (auto b = static_cast<std::uint32_t>(n); b < model_.bytes.size(); ++b) {
-        auto c = room_for(b);
-        if (!c) return no_room(b, 0);
-        hold(b, 0, *c);
+        if (!has_room(b)) return no_room(b, 0);
+        hold(b, 0);
       }
     }
     for (int k = 0; k < n; ++k) {
@@ -86,7 +85,7 @@ class Walk {
       if (!resident_[b]) continue;
       held_[b].back().to = n - 1;
       // An update's output still here leaves for the host once written: the step ends there.
-      if (ends_on_host(b)) swaps_.push_back({b, last_access_[b], -1, -1, -1, resource(b)});
+      if (ends_on_host(b)) swaps_.push_back({b, last_access_[b], -1, -1, -1});
     }
     if (r_.early_copy_in) copy_in_early();
     std::vector<plan::Swap> out;
@@ -101,29 +100,22 @@ class Walk {
   struct PendingSwap {
     std::uint32_t block;
     int out_after, out_before, in_after, in_before;
-    std::uint32_t resource;  // where the copy back is held
   };
 
   struct Hold {
     int from = 0, to = -1;  // positions, inclusive
-    std::uint32_t resource = 0;
   };
 
   std::int64_t units(std::uint32_t b) const { return r_.allocation ? 1 : model_.bytes[b]; }
-  std::uint32_t resource(std::uint32_t b) const { return resource_[b]; }
   bool held_before_step(std::uint32_t b) const { return b >= order_.size(); }
   // Held before the step and starting it on the host: brought for its uses, dropped when evicted.
   bool from_host(std::uint32_t b) const { return model_.held_on_host && held_before_step(b); }
   bool ends_on_host(std::uint32_t b) const {
     return model_.held_on_host && !held_before_step(b) && model_.to_host[b];
   }
-  // Where t may go: its size's class or a larger one with a free object (the pool's rule,
-  // memory::PoolAllocator), or the one budget of bytes.
-  std::optional<std::uint32_t> room_for(std::uint32_t b) const {
-    for (std::uint32_t c = home_[b]; c < limit_.size(); ++c)
-      if (used_[c] + units(b) <= limit_[c]) return c;
-    return std::nullopt;
-  }
+  // Whether b's size class has a free object (never a larger class's: memory/allocation.h), or
+  // the one budget of bytes room for it.
+  bool has_room(std::uint32_t b) const { return used_[home_[b]] + units(b) <= limit_[home_[b]]; }
 
   // Blocks whose last reader ran at k - 1 leave (a block no one reads lives to the end; one held
   // before the step stays unless it is a copy swapped back or brought from the host; an update's
@@ -136,15 +128,14 @@ class Walk {
         free(d, k - 1);
   }
 
-  void hold(std::uint32_t b, int from, std::uint32_t resource) {
+  void hold(std::uint32_t b, int from) {
     resident_[b] = true;
-    resource_[b] = resource;
-    used_[resource] += units(b);
-    held_[b].push_back({from, -1, resource});
+    used_[home_[b]] += units(b);
+    held_[b].push_back({from, -1});
   }
   void free(std::uint32_t b, int last) {
     resident_[b] = false;
-    used_[resource(b)] -= units(b);
+    used_[home_[b]] -= units(b);
     held_[b].back().to = last;
   }
 
@@ -190,7 +181,7 @@ class Walk {
     std::optional<std::uint32_t> victim;
     std::int64_t best = 0;
     for (std::uint32_t b = 0; b < model_.bytes.size(); ++b) {
-      if (!resident_[b] || resource(b) < home_[t] || b == t) continue;
+      if (!resident_[b] || home_[b] != home_[t] || b == t) continue;
       auto score = eviction_score(b, k, idle_threshold);
       if (score && (!victim || *score > best)) {
         victim = b;
@@ -200,13 +191,13 @@ class Walk {
     return victim;
   }
 
-  // Room for block t, evicting blocks (of its class or larger ones) as needed; t is held from k
+  // Room for block t, evicting blocks of its class as needed; t is held from k
   // on (from 0 when k is -1, the step's start). Where no block has been idle for the threshold,
   // one idle for a single op goes: the threshold only gives copies out time to run (the op at k
   // waits for its copy out either way), so it must not leave a step without a plan.
   Status allocate(std::uint32_t t, int k) {
     int at = std::max(k, 0);
-    for (auto c = room_for(t); !c; c = room_for(t)) {
+    while (!has_room(t)) {
       auto victim = victim_for(t, at, r_.idle_threshold);
       if (!victim && r_.idle_threshold > 1) victim = victim_for(t, at, 1);
       if (!victim) {
@@ -217,31 +208,30 @@ class Walk {
       if (from_host(*victim)) continue;  // dropped: brought again for its next use
       swapped_[*victim] = true;
       int back = ends_on_host(*victim) ? -1 : *next_use(*victim, at);
-      swaps_.push_back({*victim, out_after(*victim), at, -1, back, 0});
+      swaps_.push_back({*victim, out_after(*victim), at, -1, back});
     }
-    hold(t, at, *room_for(t));
+    hold(t, at);
     return Status::ok();
   }
 
   // A block held before the step stays to its end, even once nothing reads it again (lifetime.h),
   // unless it is swapped: its copy swapped back is freed after its last reader. When no block
-  // can be evicted, one such block (of a class that holds a block of class `home`) is swapped
+  // can be evicted, one such block (of class `home`) is swapped
   // after the fact: out after its use before the last one (or the first op) and back before the
   // last, its hold in between taken back. That frees room only at positions already walked, so
   // every decision made there still holds; the second pass may issue copies back into it.
   bool drop_dead(std::uint32_t home, int k) {
     for (auto b = static_cast<std::uint32_t>(order_.size()); b < model_.bytes.size(); ++b) {
       auto const& u = uses_[b];
-      if (!resident_[b] || swapped_[b] || resource(b) < home || u.empty() || u.back() >= k)
-        continue;
+      if (!resident_[b] || swapped_[b] || home_[b] != home || u.empty() || u.back() >= k) continue;
       int last = u.back();
       int prev = u.size() >= 2 ? u[u.size() - 2] : 0;
       int out_before = prev + r_.idle_threshold;  // the swap-out has idle ops to run
       if (out_before >= last) continue;
       swapped_[b] = true;
       free(b, out_before - 1);
-      held_[b].push_back({last - 1, last, resource(b)});
-      swaps_.push_back({b, prev, out_before, last - 1, last, resource(b)});
+      held_[b].push_back({last - 1, last});
+      swaps_.push_back({b, prev, out_before, last - 1, last});
       return true;
     }
     return false;
@@ -252,14 +242,13 @@ class Walk {
   Status copy_in(std::uint32_t d, int k) {
     CLEAVE_CHECK_OK(allocate(d, k));
     if (from_host(d)) {
-      swaps_.push_back({d, -1, -1, k, k + 1, resource(d)});
+      swaps_.push_back({d, -1, -1, k, k + 1});
       return Status::ok();
     }
     auto s = std::find_if(swaps_.begin(), swaps_.end(),
                           [&](PendingSwap const& p) { return p.block == d; });
     CLEAVE_ASSERT(s != swaps_.end() && s->in_before == k + 1, "a block read after it left");
     s->in_after = k;
-    s->resource = resource(d);
     return Status::ok();
   }
 
@@ -272,11 +261,15 @@ class Walk {
   }
 
   Error no_room(std::uint32_t t, int k) const {
-    std::string what =
-        r_.allocation ? "its size class (objects of " +
-                            format_bytes(Bytes(model_.allocation.sizes[model_.size_index[t]])) +
-                            " and up) is full"
-                      : "the device's " + format_bytes(Bytes(r_.room_bytes)) + " are full";
+    std::string what = "the device's " + format_bytes(Bytes(r_.room_bytes)) + " are full";
+    if (r_.allocation) {
+      std::int64_t object = 0;  // the largest size of t's class
+      for (std::size_t s = 0; s < model_.allocation.sizes.size(); ++s)
+        if (r_.allocation->size_class[s] == home_[t])
+          object = std::max(object, model_.allocation.sizes[s]);
+      what = "its size class (" + std::to_string(limit_[home_[t]]) + " objects of " +
+             format_bytes(Bytes(object)) + ") is full";
+    }
     std::string whose = held_before_step(t)
                             ? "held before the step"
                             : "of op id " + std::to_string(model_.program.tasks[t].op.value());
@@ -295,16 +288,17 @@ class Walk {
     for (std::uint32_t b = 0; b < held_.size(); ++b)
       for (Hold const& h : held_[b])
         for (int p = h.from; p <= h.to; ++p)
-          occupied[h.resource][static_cast<std::size_t>(p)] += units(b);
+          occupied[home_[b]][static_cast<std::size_t>(p)] += units(b);
     for (auto& s : swaps_) {
       // Not a copy back, or one issued at the step's start.
       if (s.in_before < 0 || s.in_after < 0) continue;
-      auto& occ = occupied[s.resource];
+      auto& occ = occupied[home_[s.block]];
       std::int64_t u = units(s.block);
       int j = s.in_after;
       // A block from the host may come from the first op on.
       int earliest = s.out_after < 0 ? 0 : s.out_before;
-      while (j - 1 >= earliest && occ[static_cast<std::size_t>(j) - 1] + u <= limit_[s.resource])
+      while (j - 1 >= earliest &&
+             occ[static_cast<std::size_t>(j) - 1] + u <= limit_[home_[s.block]])
         --j;
       for (int p = j; p < s.in_after; ++p)
         occ[static_cast<std::size_t>(p)] += u;
@@ -334,7 +328,6 @@ class Walk {
   std::vector<int> pos_;                    // per task
   std::vector<std::vector<int>> uses_;      // per block: its readers' positions
   std::vector<std::uint32_t> home_;         // per block: its size's class (0: bytes)
-  std::vector<std::uint32_t> resource_;     // per block: where it is held now or was last
   std::vector<std::int64_t> limit_, used_;  // per resource
   std::vector<std::vector<Hold>> held_;     // per block
   std::vector<int> last_access_;            // per block; -1: none yet
@@ -434,6 +427,7 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
     a.together.push_back(std::move(set));
   }
   a.capacity = capacity;
+  a.least_classes = memory::least_classes(a);
   m.program = std::move(program);
   return m;
 }
