@@ -80,7 +80,11 @@ Where cleave agrees and disagrees:
 - **Not in the zoo**: NasNet-25, so its row is missing. Inception-v4's widening for the paper is
   not given; width 6 at batch 64 needs 77 GB, near the paper's 71 GB.
 """
-ALGOS = ["ideal", "lru-swap", "swapadvisor"]
+# (row name, algorithm, its options): swapadvisor as it searches (pool against bytes), and with
+# the paper's pool alone.
+ALGOS = [("ideal", "ideal", []), ("lru-swap", "lru-swap", []),
+         ("swapadvisor", "swapadvisor", []),
+         ("swapadvisor, pool only", "swapadvisor", ["--option", "memory=pool"])]
 CLUSTER = "v100x1"
 MODELS = [
     ("WResNet-152-10, batch 64", "resnet:depth=152,width=10,batch=64"),
@@ -105,12 +109,12 @@ The paper's figures (ASPLOS 2020, as ../shared/PAPERS.md §4 gives them), one V1
 """
 
 
-def plan(cleave, spec, algo, timeout):
+def plan(cleave, spec, algo, options, timeout):
     """The plan's row of `cleave plan --json` with its provenance config (key=value pairs)."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "p.plan")
         out, err = run([cleave, "plan", spec, "--cluster", CLUSTER, "--algo", algo, "--seed", "0",
-                        "--json", "-o", path], timeout)
+                        "--json", "-o", path] + options, timeout)
         if err:
             return {"error": err}
         with open(path) as f:
@@ -127,22 +131,23 @@ def main():
     args = ap.parse_args()
 
     print(HEADER.format(cleave=args.cleave, timeout=args.timeout))
-    print("| model | spec | needs (GiB, x 16) | algorithm | held | samples/s | % of ideal "
-          "| swapped | search (s) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | spec | needs (GiB, x 16) | algorithm | held | memory | samples/s "
+          "| % of ideal | swapped | search (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, spec in MODELS:
         t0 = time.time()
         rows, needs = {}, "—"
-        for a in ALGOS:
-            rows[a] = plan(args.cleave, spec, a, args.timeout)
+        for a, algo, options in ALGOS:
+            rows[a] = plan(args.cleave, spec, algo, options, args.timeout)
         ideal = rows["ideal"]
         if "error" not in ideal:
             peak = ideal["peak_memory_bytes"][0]
             needs = f"{peak / 2**30:.1f} ({peak / 2**34:.1f}x)"
-        for a in ALGOS:
+        for a, _, _ in ALGOS:
             r = rows[a]
             if "error" in r:
-                print(f"| {name} | `{spec}` | {needs} | {a} | | no plan: {r['error']} | | | |")
+                print(f"| {name} | `{spec}` | {needs} | {a} | | | no plan: {r['error']} "
+                      "| | | |")
                 continue
             share = (f"{100 * r['samples_per_s'] / ideal['samples_per_s']:.1f}%"
                      if "error" not in ideal else "—")
@@ -150,7 +155,9 @@ def main():
             if "swaps" in r["config"]:
                 swapped = f"{r['config']['swaps']} ({r['config']['swapped']})"
             held = r["config"].get("held", "—")
-            print(f"| {name} | `{spec}` | {needs} | {a} | {held} | {r['samples_per_s']:.2f} "
+            memory = r["config"].get("memory", "bytes" if a == "lru-swap" else "—")
+            print(f"| {name} | `{spec}` | {needs} | {a} | {held} | {memory} "
+                  f"| {r['samples_per_s']:.2f} "
                   f"| {share} "
                   f"| {swapped} | {r['search_time_s']:.1f} |")
         print(f"{name}: {time.time() - t0:.0f} s", file=sys.stderr)
