@@ -46,21 +46,20 @@ std::optional<Slot> PoolAllocator::allocate(std::int64_t bytes) {
   auto first =
       std::lower_bound(pool_.classes.begin(), pool_.classes.end(), bytes,
                        [](SizeClass const& c, std::int64_t b) { return c.object_bytes < b; });
-  for (auto c = static_cast<std::size_t>(first - pool_.classes.begin()); c < taken_.size(); ++c) {
-    auto free = std::find(taken_[c].begin(), taken_[c].end(), false);
-    if (free == taken_[c].end()) continue;
-    *free = true;
-    auto index = static_cast<std::int64_t>(free - taken_[c].begin());
-    std::int64_t object = pool_.classes[c].object_bytes;
-    object_bytes_ += object;
-    block_bytes_ += bytes;
-    if (object_bytes_ > fragmentation_.peak_object_bytes) {
-      fragmentation_.peak_object_bytes = object_bytes_;
-      fragmentation_.peak_block_bytes = block_bytes_;
-    }
-    return Slot{static_cast<std::uint32_t>(c), index, offsets_[c] + index * object, bytes};
+  auto c = static_cast<std::size_t>(first - pool_.classes.begin());
+  if (c == taken_.size()) return std::nullopt;
+  auto free = std::find(taken_[c].begin(), taken_[c].end(), false);
+  if (free == taken_[c].end()) return std::nullopt;
+  *free = true;
+  auto index = static_cast<std::int64_t>(free - taken_[c].begin());
+  std::int64_t object = pool_.classes[c].object_bytes;
+  object_bytes_ += object;
+  block_bytes_ += bytes;
+  if (object_bytes_ > fragmentation_.peak_object_bytes) {
+    fragmentation_.peak_object_bytes = object_bytes_;
+    fragmentation_.peak_block_bytes = block_bytes_;
   }
-  return std::nullopt;
+  return Slot{static_cast<std::uint32_t>(c), index, offsets_[c] + index * object, bytes};
 }
 
 void PoolAllocator::release(Slot const& slot) {

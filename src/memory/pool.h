@@ -1,8 +1,9 @@
 // A device's memory pool (SwapAdvisor, PAPERS.md §4): a fixed number of objects per size class,
 // each class one contiguous range of the device's memory, classes in ascending object size. A
-// block takes an object of the smallest class whose objects hold it and that has one free, so
-// that memory never fragments past what the pool's shape wastes: a plan made for a pool fits on
-// the device exactly when its blocks find objects, whatever their order of arrival.
+// block takes an object of its class, the smallest whose objects hold it, never a larger class's
+// (the paper's rule): memory never fragments past what the pool's shape wastes, and whether the
+// blocks held at once fit depends only on how many of each class there are, not on the order they
+// come in, so a plan made for a pool fits it in the simulated and the real step alike.
 #pragma once
 
 #include <cstdint>
@@ -52,13 +53,13 @@ struct Fragmentation {
   }
 };
 
-// Hands out a pool's objects: lowest free index of the smallest class that holds the block, so
-// that the same requests in the same order get the same offsets. Not thread-safe.
+// Hands out a pool's objects: lowest free index of the block's class (the smallest that holds
+// it), so that the same requests in the same order get the same offsets. Not thread-safe.
 class PoolAllocator {
  public:
   explicit PoolAllocator(Pool pool);
 
-  // None when no class with a free object holds `bytes`.
+  // None when the class of `bytes` has no free object, or no class holds it.
   std::optional<Slot> allocate(std::int64_t bytes);
   void release(Slot const& slot);
 

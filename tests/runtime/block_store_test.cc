@@ -127,9 +127,10 @@ TEST_F(Store, ViewsOnlyContiguousRegions) {
   EXPECT_EQ(v->data[7], 7.0f);
 }
 
-// With the plan's pool, each block takes an object, those held before the step included; a block
-// that finds no free object is an out_of_memory error naming the pool, although the bytes would
-// fit; freeing a block (or swapping it out) frees its object.
+// With the plan's pool, each block takes an object of its class, those held before the step
+// included; a block whose class has no free object is an out_of_memory error naming the pool,
+// although the bytes (and a larger class's object) would hold it; freeing a block (or swapping it
+// out) frees its object.
 TEST_F(Store, APoolGivesEveryBlockAnObject) {
   std::int64_t row = 3 * 5 * 4;  // bytes of one row of the tensor
   Arena arena("cpu0", Bytes(1 << 20), memory::Pool{{{row, 1}, {2 * row, 1}, {4 * row, 1}}});
@@ -137,15 +138,17 @@ TEST_F(Store, APoolGivesEveryBlockAnObject) {
   ASSERT_TRUE(store.add(t_, whole_, values(whole_), false, no_task));  // the 4-row object
   tdl::Box one{{0, 1}, {0, 3}, {0, 5}}, two{{1, 3}, {0, 3}, {0, 5}}, three{{0, 3}, {0, 3}, {0, 5}};
   ASSERT_TRUE(store.add(t_, one, values(one), false, 1));
-  ASSERT_TRUE(store.add(t_, one, values(one), false, 2));  // the larger class
-  Status full = store.add(t_, two, values(two), false, 3);
+  ASSERT_TRUE(store.add(t_, two, values(two), false, 3));
+  Status full = store.add(t_, one, values(one), false, 2);  // not the free 2-row object
   ASSERT_FALSE(full.is_ok());
   EXPECT_NE(full.error().to_string().find("pool (1x60 B, 1x120 B, 1x240 B) has no free object"),
             std::string::npos)
       << full.error().to_string();
+  store.free_written(3);
+  EXPECT_FALSE(store.add(t_, one, values(one), false, 2).is_ok());
   EXPECT_FALSE(store.add(t_, three, values(three), false, 4).is_ok());  // the held block's
-  store.free_written(2);
-  EXPECT_TRUE(store.add(t_, two, values(two), false, 3).is_ok());
+  store.free_written(1);
+  EXPECT_TRUE(store.add(t_, one, values(one), false, 2).is_ok());
   store.free_inside(t_, whole_);  // every block of the tensor: the held one's object too
   EXPECT_TRUE(store.add(t_, three, values(three), false, 4).is_ok());
 }
