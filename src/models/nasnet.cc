@@ -42,6 +42,8 @@ SamePads same(std::int64_t side, std::int64_t kernel, std::int64_t stride) {
   return {total / 2, total - total / 2};
 }
 
+enum class Pool { max, avg };
+
 class NasNet {
  public:
   explicit NasNet(ops::OpBuilder& b) : b_(b) {}
@@ -98,15 +100,16 @@ class NasNet {
 
  private:
   // The normal cell's five blocks over the current input (after its 1x1) and the previous one;
-  // the output joins the previous input and the five blocks: 6 x filters channels.
+  // the output joins the previous input and the five blocks: 6 x filters channels. Branches are
+  // separables(input, filters, kernel, stride, name) and pool(input, kind, stride, name).
   ir::TensorId normal_body(ir::TensorId cur, ir::TensorId prev, std::int64_t f) {
     auto c0 = add(separables(cur, f, 5, 1, "comb_iter_0_left"),
                   separables(prev, f, 3, 1, "comb_iter_0_right"), "comb_iter_0");
     auto c1 = add(separables(prev, f, 5, 1, "comb_iter_1_left"),
                   separables(prev, f, 3, 1, "comb_iter_1_right"), "comb_iter_1");
-    auto c2 = add(pool(cur, false, 1, "comb_iter_2_left"), prev, "comb_iter_2");
-    auto c3 = add(pool(prev, false, 1, "comb_iter_3_left"),
-                  pool(prev, false, 1, "comb_iter_3_right"), "comb_iter_3");
+    auto c2 = add(pool(cur, Pool::avg, 1, "comb_iter_2_left"), prev, "comb_iter_2");
+    auto c3 = add(pool(prev, Pool::avg, 1, "comb_iter_3_left"),
+                  pool(prev, Pool::avg, 1, "comb_iter_3_right"), "comb_iter_3");
     auto c4 = add(separables(cur, f, 3, 1, "comb_iter_4_left"), cur, "comb_iter_4");
     return concat({prev, c0, c1, c2, c3, c4});
   }
@@ -116,13 +119,13 @@ class NasNet {
   ir::TensorId reduction_body(ir::TensorId cur, ir::TensorId prev, std::int64_t f) {
     auto c0 = add(separables(cur, f, 5, 2, "comb_iter_0_left"),
                   separables(prev, f, 7, 2, "comb_iter_0_right"), "comb_iter_0");
-    auto c1 = add(pool(cur, true, 2, "comb_iter_1_left"),
+    auto c1 = add(pool(cur, Pool::max, 2, "comb_iter_1_left"),
                   separables(prev, f, 7, 2, "comb_iter_1_right"), "comb_iter_1");
-    auto c2 = add(pool(cur, false, 2, "comb_iter_2_left"),
+    auto c2 = add(pool(cur, Pool::avg, 2, "comb_iter_2_left"),
                   separables(prev, f, 5, 2, "comb_iter_2_right"), "comb_iter_2");
-    auto c3 = add(pool(c0, false, 1, "comb_iter_3_right"), c1, "comb_iter_3");
+    auto c3 = add(pool(c0, Pool::avg, 1, "comb_iter_3_right"), c1, "comb_iter_3");
     auto c4 = add(separables(c0, f, 3, 1, "comb_iter_4_left"),
-                  pool(cur, true, 2, "comb_iter_4_right"), "comb_iter_4");
+                  pool(cur, Pool::max, 2, "comb_iter_4_right"), "comb_iter_4");
     return concat({c1, c2, c3, c4});
   }
 
@@ -166,13 +169,13 @@ class NasNet {
   }
 
   // A 3x3 pool with SAME padding; the average divides by the window's part inside x.
-  ir::TensorId pool(ir::TensorId x, bool is_max, std::int64_t stride, std::string const& name) {
+  ir::TensorId pool(ir::TensorId x, Pool kind, std::int64_t stride, std::string const& name) {
     auto const& shape = b_.shape_of(x);
     SamePads ph = same(shape[2], 3, stride), pw = same(shape[3], 3, stride);
     ir::Attrs attrs{{"kernel", Ints{3, 3}},
                     {"stride", Ints{stride, stride}},
                     {"padding", Ints{ph.before, pw.before, ph.after, pw.after}}};
-    if (is_max) return b_.op("max_pool2d", {x}, std::move(attrs), name);
+    if (kind == Pool::max) return b_.op("max_pool2d", {x}, std::move(attrs), name);
     attrs.set("count_include_pad", std::int64_t{0});
     return b_.op("avg_pool2d", {x}, std::move(attrs), name);
   }
