@@ -50,6 +50,8 @@ std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
     for (auto s : set)
       need[size_class[s]] = std::max(need[size_class[s]], ++count[size_class[s]]);
   }
+  for (auto s : problem.always)
+    ++need[size_class[s]];
   return need;
 }
 
@@ -61,20 +63,24 @@ std::vector<std::uint32_t> least_classes(AllocationProblem const& problem) {
     for (auto s : problem.together[k])
       in[s].push_back(static_cast<std::uint32_t>(k));
   // least[j]: the least bytes of objects for the sizes below j, split into classes; a class of
-  // sizes i..j costs its largest size times the most blocks of one set among them. The first
+  // sizes i..j costs its largest size times the most blocks of one set among them with those
+  // always held. The first
   // class of the best split of the sizes below j starts at start[j].
   constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
   std::vector<std::int64_t> least(sizes + 1, none);
   std::vector<std::size_t> start(sizes + 1, 0);
   least[0] = 0;
-  std::vector<std::int64_t> count(problem.together.size());
+  std::vector<std::int64_t> always(sizes, 0), count(problem.together.size());
+  for (auto s : problem.always)
+    ++always[s];
   for (std::size_t i = 0; i < sizes; ++i) {
     std::fill(count.begin(), count.end(), 0);
-    std::int64_t most = 0;
+    std::int64_t most = 0, held = 0;
     for (std::size_t j = i; j < sizes; ++j) {
       for (auto k : in[j])
         most = std::max(most, ++count[k]);
-      std::int64_t cost = least[i] + most * problem.sizes[j];
+      held += always[j];
+      std::int64_t cost = least[i] + (most + held) * problem.sizes[j];
       if (cost < least[j + 1]) {
         least[j + 1] = cost;
         start[j + 1] = i;

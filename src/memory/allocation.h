@@ -26,6 +26,9 @@ struct AllocationProblem {
   // one op's inputs and output: every class keeps objects enough for each such set.
   std::vector<std::vector<std::uint32_t>> together;
   std::int64_t capacity = 0;  // the bytes the pool may take
+  // Sizes held beside every set (such as blocks that live to the step's end from wherever their
+  // writer runs).
+  std::vector<std::uint32_t> always;
   // least_classes(*this), where computed once for many repairs; empty: repair computes it.
   std::vector<std::uint32_t> least_classes;
 };
@@ -40,7 +43,7 @@ struct Allocation {
 // objects left out).
 Pool pool_of(AllocationProblem const& problem, Allocation const& allocation);
 // Per class of `size_class`, the fewest objects that hold every `together` set: the most blocks
-// of one set in that class.
+// of one set in that class, and those of `always`.
 std::vector<std::int64_t> min_objects(AllocationProblem const& problem,
                                       std::vector<std::uint32_t> const& size_class);
 

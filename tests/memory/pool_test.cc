@@ -48,6 +48,10 @@ TEST(Allocation, MinimaCoverWhatOneOpHoldsAtOnceFromEachClassUp) {
   // its own class only).
   EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{2, 3, 1}));
   EXPECT_EQ(pool_of(p, {{0, 0, 1}, {2, 3}}), (Pool{{{20, 2}, {30, 3}}}));
+  // A block held beside every set (one that lives to the step's end) takes an object of its own.
+  p.always = {0};
+  EXPECT_EQ(min_objects(p, {0, 1, 2}), (std::vector<std::int64_t>{3, 3, 1}));
+  p.always.clear();
   // A class without objects is left out of the pool.
   EXPECT_EQ(pool_of(p, {{0, 1, 2}, {0, 3, 1}}), (Pool{{{20, 3}, {30, 1}}}));
 }
@@ -105,6 +109,8 @@ TEST(Allocation, RepairAlwaysGivesAValidPool) {
         s = any_size(rng);
       p.together.push_back(set);
     }
+    for (int k = std::uniform_int_distribution<int>(0, 3)(rng); k > 0; --k)
+      p.always.push_back(any_size(rng));
     p.capacity = std::uniform_int_distribution<std::int64_t>(0, std::int64_t(1) << 26)(rng);
     Allocation a;
     for (std::size_t s = 0; s < sizes; ++s)

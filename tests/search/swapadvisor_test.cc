@@ -305,8 +305,10 @@ TEST(SwapAdvisor, ImpossibleCapsAndBadOptionsAreClearErrors) {
        "swapadvisor",
        {{"memory", "pool"}},
        "for the blocks held at once"},
-      // A pool holds what one op needs at once (a class per size), but not what the walk keeps.
-      {"cpu:devices=1,memory=1MiB", "swapadvisor", {{"memory", "pool"}}, "no room at position"},
+      {"cpu:devices=1,memory=1MiB",
+       "swapadvisor",
+       {{"memory", "pool"}},
+       "for the blocks held at once"},
       {"cpu:devices=1,memory=256KiB", "swapadvisor", {{"memory", "bytes"}}, "no room at position"},
       {"cpu:devices=1,memory=256KiB", "lru-swap", {}, "no room at position"},
       {"v100x1", "swapadvisor", {{"memory", "heap"}}, "memory"},

@@ -106,9 +106,10 @@ class Genetic {
     return s;
   }
 
-  // The plan's step time by evaluate(); an error where it overflows the device: its bytes, or its
-  // pool when the simulated order of allocations and frees takes objects otherwise than the
-  // planner's walk did (the second pass moves copies back earlier).
+  // The plan's step time by evaluate(); an error where it overflows the device's bytes or its
+  // pool, which the walk rules out where the simulated step holds no block longer than the walk
+  // (it counts blocks per class, whatever their order): checked, as a plan that does not fit must
+  // not win.
   Expected<double> step_time(Scored const& s) const {
     auto plan = schedule_plan(ctx_, s.chromosome.schedule, s.swaps, pool(s.chromosome));
     auto e = sim::evaluate({ctx_.graph, ctx_.registry, plan, ctx_.cost, ctx_.batch});
@@ -121,7 +122,7 @@ class Genetic {
                      format_bytes(Bytes(v.over_bytes)) +
                      (v.largest.empty() ? " finds no object" : "") +
                      ") at t = " + std::to_string(v.first_over_s) +
-                     " s: the copies and frees ran in another order than the planner's walk");
+                     " s: the simulated step holds blocks longer than the planner's walk");
   }
 
   // The first chromosome: the graph's order, the classes whose minima take the least memory

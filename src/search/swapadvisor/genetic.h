@@ -7,7 +7,8 @@
 // scheduler that takes a random ready op with the mutation rate (else the one the schedule runs
 // first); its allocation's genes each mutate with that rate (a size's class by +-1, a class's
 // objects by a Gaussian step). Parents are drawn by softmax over (T_best - t) / T_best; the next
-// population is the best of parents and children, so the best never gets worse.
+// population is the best of parents and children, so the best never gets worse. Beside the
+// paper, a chromosome may divide the device's bytes instead of a pool (Chromosome::pooled).
 #pragma once
 
 #include <cstdint>

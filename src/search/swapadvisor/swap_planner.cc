@@ -393,9 +393,7 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
       set.push_back(m.size_index[d]);
     a.together.push_back(std::move(set));
   }
-  // Held at once: the blocks held before the step, when it starts on the device; the blocks no
-  // task reads, which live to its end, never evicted (but for the updates' outputs that end it
-  // on the host).
+  // Held at once: the blocks held before the step, when it starts on the device.
   std::vector<std::uint32_t> at_start;
   for (std::size_t b = n; b < blocks && !m.held_on_host; ++b)
     at_start.push_back(m.size_index[b]);
@@ -412,15 +410,15 @@ Expected<StepModel> step_model(SearchContext const& ctx) {
     for (auto d : m.reads[i])
       if (d < n) read[d] = true;
   auto leaves = [&](TaskId i) { return m.held_on_host && m.to_host[i]; };
-  std::vector<std::uint32_t> to_the_end;
+  // The blocks no task reads live from their writer, wherever the schedule puts it, to the
+  // step's end: beside every set (an update's output, the loss), never evicted.
   for (TaskId i = 0; i < n; ++i)
-    if (!read[i] && !leaves(i)) to_the_end.push_back(m.size_index[i]);
-  // The op that runs last writes one of them and holds its inputs beside the others (an update
-  // holds the weight, its state and gradient beside every updated weight): with each such op's
-  // inputs, at most its own few blocks more than the last one needs.
+    if (!read[i] && !leaves(i)) a.always.push_back(m.size_index[i]);
+  // An op writing one of them holds its inputs beside them (an update holds the weight, its state
+  // and gradient beside every updated weight).
   for (TaskId i = 0; i < n; ++i) {
     if (read[i]) continue;
-    auto set = to_the_end;
+    std::vector<std::uint32_t> set;
     if (leaves(i)) set.push_back(m.size_index[i]);
     for (auto d : m.reads[i])
       set.push_back(m.size_index[d]);
