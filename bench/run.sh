@@ -313,7 +313,8 @@ if command -v mpirun >/dev/null && [ -f build-release/src/runtime/mpi/libcleave_
 fi
 
 # Planning GPT-3 for 8 to 1,024 H100s (issue 21): time and peak memory of each search and of
-# lower + simulate, each command under an 8 GiB address-space cap.
+# lower + simulate, each command under a 12 GiB address-space cap (the target, 8 GiB, is on
+# resident memory).
 scale=bench/results/scale.md
 {
   echo "# Scale: GPT-3 on 8 to 1,024 H100s"
