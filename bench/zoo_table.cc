@@ -96,6 +96,11 @@ std::vector<Row> rows() {
                Measure::memory_gb, 118});
   r.push_back({"SwapAdvisor T1", "RNN-8-8K", "rnn:layers=8,hidden=8192,batch=256,vocab=2",
                Measure::training_ops, 8594});
+  // NasNet-25 read as NASNet-A (25 @ 4032), the NASNet paper's (N @ filters) naming, at the
+  // zoo's CNN batch of 64 (the paper gives no batch; docs/zoo.md).
+  r.push_back({"SwapAdvisor T1", "NasNet-25", "nasnet:cells=25,batch=64", Measure::memory_gb, 193});
+  r.push_back(
+      {"SwapAdvisor T1", "NasNet-25", "nasnet:cells=25,batch=64", Measure::training_ops, 5533});
   // ParDNN Table 3 (PAPERS.md §3), in billions of parameters.
   r.push_back({"ParDNN T3", "Word-RNN", "rnn:layers=8,hidden=2048,vocab=20000", Measure::parameters,
                0.34e9});
@@ -119,6 +124,10 @@ std::vector<Row> rows() {
   r.push_back({"torchvision", "VGG-19", "vgg:depth=19", Measure::parameters, 143667240});
   r.push_back({"torchvision", "Inception-v3 (no aux)", "inception:version=3", Measure::parameters,
                23834568});
+  // The NASNet paper (Zoph et al. 2018: its ImageNet and mobile tables), in millions.
+  r.push_back({"NASNet paper", "NASNet-A (6 @ 4032)", "nasnet", Measure::parameters, 88.9e6});
+  r.push_back({"NASNet paper", "NASNet-A (4 @ 1056)",
+               "nasnet:cells=4,filters=1056,stem=32,image=224", Measure::parameters, 5.3e6});
   r.push_back({"HF BertModel", "BERT-large", "bert:layers=24,hidden=1024,heads=16",
                Measure::parameters, 335141888});
   r.push_back({"GPT-2", "GPT-2 small", "gpt", Measure::parameters, 124439808});

@@ -26,11 +26,12 @@ ir::TensorId conv2d(ops::OpBuilder& b, ir::TensorId x, Conv const& c, std::strin
   auto w = b.weight(
       "weight", {c.out_channels, in / std::max<std::int64_t>(c.groups, 1), c.kernel_h, c.kernel_w},
       dtype);
-  auto y = b.op("conv2d", {x, w},
-                {{"stride", Ints{c.stride_h, c.stride_w}},
-                 {"padding", Ints{c.pad_h, c.pad_w}},
-                 {"groups", c.groups}},
-                "conv");
+  Ints padding = {c.pad_h, c.pad_w};
+  if (c.pad_after) padding.insert(padding.end(), c.pad_after->begin(), c.pad_after->end());
+  auto y =
+      b.op("conv2d", {x, w},
+           {{"stride", Ints{c.stride_h, c.stride_w}}, {"padding", padding}, {"groups", c.groups}},
+           "conv");
   if (!c.bias) return y;
   auto bv = b.weight("bias", {c.out_channels, 1, 1}, dtype);
   return b.op("add", {y, bv}, {}, "add_bias");

@@ -2,6 +2,8 @@
 // "<scope>.<name>.weight" and so on, and take the dtype of the layer's input.
 #pragma once
 
+#include <array>
+#include <optional>
 #include <string>
 
 #include "ops/op_builder.h"
@@ -16,7 +18,10 @@ struct Conv {
   std::int64_t out_channels = 0;
   std::int64_t kernel_h = 1, kernel_w = 1;
   std::int64_t stride_h = 1, stride_w = 1;
-  std::int64_t pad_h = 0, pad_w = 0;
+  std::int64_t pad_h = 0, pad_w = 0;  // before (top, left), and after too unless pad_after is set
+  // (bottom, right) where they differ from the pads before: TensorFlow's SAME padding of a
+  // stride-2 window over an even side puts the odd row and column after (nasnet).
+  std::optional<std::array<std::int64_t, 2>> pad_after;
   std::int64_t groups = 1;
   bool bias = false;
 };

@@ -102,6 +102,7 @@ ModelZoo ModelZoo::with_builtins() {
   add_cnns(zoo);
   add_resnet(zoo);
   add_inception(zoo);
+  add_nasnet(zoo);
   add_rnns(zoo);
   add_transformers(zoo);
   add_e3d(zoo);

@@ -84,7 +84,8 @@ class ModelZoo {
 void add_mlp(ModelZoo& zoo);
 void add_cnns(ModelZoo& zoo);          // alexnet, vgg
 void add_resnet(ModelZoo& zoo);        // resnet (and WResNet via width), wrn (CIFAR WRN)
-void add_inception(ModelZoo& zoo);     // inception v3
+void add_inception(ModelZoo& zoo);     // inception v3 and v4
+void add_nasnet(ModelZoo& zoo);        // nasnet (NASNet-A, SwapAdvisor's NasNet-25)
 void add_rnns(ModelZoo& zoo);          // rnn (stacked LSTM), nmt, crn (Char-CRN)
 void add_transformers(ModelZoo& zoo);  // gpt, bert
 void add_e3d(ModelZoo& zoo);           // e3d (Eidetic 3D LSTM)

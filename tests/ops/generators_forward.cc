@@ -92,10 +92,16 @@ void add_forward_generators(Generators& g) {
   };
   auto pool = [](bool is_max) {
     return [is_max](Rng& r) {
-      std::int64_t k = pick(r, 1, 3);
-      ir::Attrs a{{"kernel", ints({k, pick(r, 1, 3)})},
-                  {"stride", ints({pick(r, 1, 2), pick(r, 1, 2)})},
-                  {"padding", ints({pick(r, 0, k / 2), 0})}};
+      std::int64_t kh = pick(r, 1, 3), kw = pick(r, 1, 3);
+      ir::Attrs a{{"kernel", ints({kh, kw})}, {"stride", ints({pick(r, 1, 2), pick(r, 1, 2)})}};
+      // Symmetric (h, w) pads, or (top, left, bottom, right) ones as TensorFlow's SAME gives
+      // at stride 2 (nasnet).
+      if (pick(r, 0, 1)) {
+        a.set("padding", ints({pick(r, 0, kh / 2), 0}));
+      } else {
+        a.set("padding", ints({pick(r, 0, kh / 2), pick(r, 0, kw / 2), pick(r, 0, kh / 2),
+                               pick(r, 0, kw / 2)}));
+      }
       if (is_max) {
         a.set("ceil_mode", pick(r, 0, 1));
       } else {

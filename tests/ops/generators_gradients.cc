@@ -64,17 +64,19 @@ struct PoolCase {
 
 PoolCase pool_case(Rng& r, bool is_max) {
   std::int64_t kh = pick(r, 1, 3), kw = pick(r, 1, 3), sh = pick(r, 1, 2), sw = pick(r, 1, 3);
+  // (top, left) and (bottom, right) pads, asymmetric as TensorFlow's SAME at stride 2 (nasnet).
   std::int64_t ph = pick(r, 0, kh / 2), pw = pick(r, 0, kw / 2);
+  std::int64_t pb = pick(r, 0, kh / 2), pr = pick(r, 0, kw / 2);
   std::int64_t dh = is_max ? pick(r, 1, 2) : 1;
   bool include_pad = is_max || pick(r, 0, 1);
   bool ceil = include_pad && pick(r, 0, 1);  // avg_pool2d: ceil_mode needs count_include_pad
   PoolCase c;
   c.x = {pick(r, 1, 2), pick(r, 1, 3), pick(r, 5, 7), pick(r, 4, 7)};  // H >= the dilated window
-  c.y = {c.x[0], c.x[1], window_out(c.x[2], kh, sh, dh, ph, ph, ceil),
-         window_out(c.x[3], kw, sw, 1, pw, pw, ceil)};
+  c.y = {c.x[0], c.x[1], window_out(c.x[2], kh, sh, dh, ph, pb, ceil),
+         window_out(c.x[3], kw, sw, 1, pw, pr, ceil)};
   c.attrs = {{"kernel", ints({kh, kw})},
              {"stride", ints({sh, sw})},
-             {"padding", ints({ph, pw})},
+             {"padding", ints({ph, pw, pb, pr})},
              {"ceil_mode", std::int64_t{ceil}}};
   if (is_max) {
     c.attrs.set("dilation", ints({dh, 1}));

@@ -124,6 +124,9 @@ TEST_F(GradientOps, MaxPool2d) {
         {"stride", Ints{2, 2}},
         {"padding", Ints{1, 1}},
         {"ceil_mode", std::int64_t{1}}}},
+      // TensorFlow's SAME at stride 2 over an even side: the odd pad after (nasnet).
+      {{1, 2, 6, 5},
+       {{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{0, 1, 1, 1}}}},
   };
   for (auto const& [x, attrs] : configs) {
     SCOPED_TRACE(attrs.to_string());
@@ -167,6 +170,18 @@ TEST_F(GradientOps, AvgPool2d) {
         {"stride", Ints{2, 2}},
         {"padding", Ints{1, 1}},
         {"ceil_mode", std::int64_t{1}}}},
+      // Asymmetric padding, excluded from the divisor: TensorFlow's SAME average pool (nasnet)
+      // at stride 2 over an even side, and at stride 1 with more padding after than before.
+      {{1, 2, 6, 6},
+       {{"kernel", Ints{3, 3}},
+        {"stride", Ints{2, 2}},
+        {"padding", Ints{0, 0, 1, 1}},
+        {"count_include_pad", std::int64_t{0}}}},
+      {{1, 1, 5, 4},
+       {{"kernel", Ints{3, 3}},
+        {"stride", Ints{1, 1}},
+        {"padding", Ints{0, 1, 2, 1}},
+        {"count_include_pad", std::int64_t{0}}}},
   };
   for (auto const& [x, attrs] : configs) {
     SCOPED_TRACE(attrs.to_string());
@@ -176,6 +191,23 @@ TEST_F(GradientOps, AvgPool2d) {
     EXPECT_TRUE(
         matches_numeric(op("avg_pool2d_grad", {r}, with(attrs, "input_shape", x)), f, in, 0, r));
   }
+}
+
+TEST_F(GradientOps, AvgPoolExcludingAsymmetricPaddingDividesByTheWindowInside) {
+  // 3x3 windows at stride 2 over a 4x4 input, padded 0 before and 1 after (SAME): the second
+  // window of each row holds 3 columns of X and one of padding.
+  Value x{f32({1, 1, 4, 4}), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
+  ir::Attrs attrs{{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{0, 0, 1, 1}}};
+  auto excluded = op("avg_pool2d", {x}, with(attrs, "count_include_pad", std::int64_t{0}));
+  ASSERT_TRUE(excluded.has_value()) << excluded.error().to_string();
+  EXPECT_EQ(excluded->type.shape, (ir::Shape{1, 1, 2, 2}));
+  // (1+2+3+5+6+7+9+10+11)/9; (3+4+7+8+11+12)/6; (9+10+11+13+14+15)/6; (11+12+15+16)/4.
+  std::vector<double> want = {54.0 / 9, 45.0 / 6, 72.0 / 6, 54.0 / 4};
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(excluded->data[i], want[i], 1e-6) << i;
+  auto included = op("avg_pool2d", {x}, attrs);
+  ASSERT_TRUE(included.has_value()) << included.error().to_string();
+  EXPECT_NEAR(included->data[3], 54.0 / 9, 1e-6);  // the padding counts: /9
 }
 
 TEST_F(GradientOps, GlobalPools) {

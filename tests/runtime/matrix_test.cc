@@ -9,7 +9,9 @@
 // oneDNN kernels run them. They are stood in for by tiny graphs built from the same layers
 // (models/layers.h): AlexNet's strided convolution, max pools, dropout and classifier; VGG's
 // stacks of 3x3 convolutions; ResNet's basic blocks with batch norm and a strided 1x1 shortcut;
-// Inception's parallel branches joined by concat. mlp, rnn, nmt, gpt and bert are the zoo's.
+// Inception's parallel branches joined by concat; NASNet's separable convolution, pools with
+// asymmetric SAME padding and factorized reduction (its smallest zoo configuration is as slow,
+// and ill-conditioned: batch norm over 1-channel maps). mlp, rnn, nmt, gpt and bert are the zoo's.
 //
 // The sanitizer builds (ASan+UBSan, TSan; CI's Debug pass) run a subset: every model and
 // algorithm on 2 and 4 devices (the full matrix there would pass CI's time).
@@ -92,6 +94,42 @@ ir::Graph inception_like(ops::OpRegistry const& r) {
   return *b.finish();
 }
 
+// The pieces of NASNet's reduction cell (models/nasnet.cc) over an 8x8 map halved to 4x4: a
+// depthwise-separable convolution and max and average pools with TensorFlow's SAME padding at
+// stride 2 (asymmetric: the odd pad after; the average excludes it from its divisor), and the
+// factorized reduction's shifted path (pad, crop, 1x1 pool at stride 2).
+ir::Graph nasnet_like(ops::OpRegistry const& r) {
+  using Ints = std::vector<std::int64_t>;
+  ops::OpBuilder b(r);
+  auto x = b.op("relu", {b.input("input", {4, 3, 8, 8})}, {}, "act");
+  models::Conv depthwise{.out_channels = 3,
+                         .kernel_h = 3,
+                         .kernel_w = 3,
+                         .stride_h = 2,
+                         .stride_w = 2,
+                         .pad_after = std::array<std::int64_t, 2>{1, 1},
+                         .groups = 3};
+  auto sep = models::conv2d(b, models::conv2d(b, x, depthwise, "sep.depthwise"),
+                            models::Conv{.out_channels = 4}, "sep.pointwise");
+  sep = models::batch_norm(b, sep, "sep.bn", 1e-3);
+  ir::Attrs same{{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{0, 0, 1, 1}}};
+  auto max = b.op("max_pool2d", {x}, same, "max_pool");
+  same.set("count_include_pad", std::int64_t{0});
+  auto pools = b.op("add", {max, b.op("avg_pool2d", {x}, same, "avg_pool")}, {}, "pools");
+  auto shifted = b.op("pad", {x}, {{"pads", Ints{0, 0, 0, 0, 0, 0, 1, 1}}}, "shift.pad");
+  shifted =
+      b.op("slice", {shifted}, {{"starts", Ints{1, 1}}, {"ends", Ints{9, 9}}, {"axes", Ints{2, 3}}},
+           "shift.crop");
+  shifted =
+      b.op("avg_pool2d", {shifted},
+           {{"kernel", Ints{1, 1}}, {"stride", Ints{2, 2}}, {"count_include_pad", std::int64_t{0}}},
+           "shift.avgpool");
+  auto joined = b.op("concat", {sep, pools, shifted}, {{"axis", std::int64_t{1}}}, "concat");
+  x = models::avg_pool(b, joined, 4, 4, 0, "avgpool");
+  models::classification_loss(b, models::linear(b, models::flatten(b, x, "flatten"), 3, "fc"));
+  return *b.finish();
+}
+
 ir::Graph resnet_like(ops::OpRegistry const& r) {
   ops::OpBuilder b(r);
   auto x = b.input("input", {2, 3, 8, 8});
@@ -136,6 +174,7 @@ ir::Graph forward_graph(ModelCase const& m, ops::OpRegistry const& r) {
   if (m.name == "alexnet") return alexnet_like(r);
   if (m.name == "vgg") return vgg_like(r);
   if (m.name == "resnet") return resnet_like(r);
+  if (m.name == "nasnet") return nasnet_like(r);
   return inception_like(r);
 }
 
@@ -191,6 +230,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ModelCase{"mlp", "mlp:layers=2,hidden=8,input=6,classes=3,batch=8", 8},
                       ModelCase{"alexnet", "", 4}, ModelCase{"vgg", "", 4},
                       ModelCase{"resnet", "", 2}, ModelCase{"inception", "", 4},
+                      ModelCase{"nasnet", "", 4},
                       ModelCase{"rnn", "rnn:layers=1,hidden=6,steps=3,batch=4,vocab=7", 4},
                       ModelCase{"nmt", "nmt:layers=1,hidden=6,steps=2,vocab=7,batch=4", 4},
                       ModelCase{"gpt", "gpt:layers=1,hidden=8,heads=2,seq=4,vocab=7,batch=2", 2},

@@ -35,7 +35,8 @@ TEST(ZooCoverage, WholeOpsOfTrainingGraphsHaveKernels) {
   std::map<std::string, std::set<std::string>> models_of;
   for (std::string spec :
        {"mlp:batch=4", "alexnet:batch=2", "vgg:batch=2", "resnet:depth=18,batch=2",
-        "inception:batch=2", "rnn:steps=3,batch=2", "nmt:steps=3,batch=2", "gpt:layers=2,batch=2",
+        "inception:batch=2", "nasnet:cells=1,filters=96,stem=8,image=19,batch=2",
+        "rnn:steps=3,batch=2", "nmt:steps=3,batch=2", "gpt:layers=2,batch=2",
         "bert:layers=2,batch=2", "e3d:layers=2,hidden=4,steps=2,batch=2,size=4"}) {
     auto forward = zoo.build(spec, *ops);
     ASSERT_TRUE(forward.has_value()) << spec << ": " << forward.error().to_string();

@@ -70,6 +70,7 @@ Case const zoo_cases[] = {
     {"gpt:layers=1,hidden=64,heads=2,seq=16,vocab=64,batch=16", 16},
     {"inception:batch=16", 16, 3},
     {"mlp:layers=2,hidden=32,input=16,classes=4,batch=16", 16},
+    {"nasnet:cells=1,filters=96,stem=8,image=19,batch=16", 16, 3},
     {"nmt:layers=1,hidden=16,steps=2,batch=16,vocab=32", 16},
     {"resnet:depth=18,image=32,batch=16,classes=10", 16},
     {"rnn:layers=1,hidden=16,steps=2,batch=16,vocab=32", 16},
