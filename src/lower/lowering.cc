@@ -503,22 +503,32 @@ Status Lowering::reconfigure(ir::OpId id, plan::OpConfig config) {
   r.layouts.emplace_back(op.outputs[0], s.layout[op.outputs[0].value()]);
   if (auto placed = s.places[id.value()])
     r.layouts.emplace_back(*placed, s.layout[placed->value()]);
-  r.op_part = std::move(s.op_parts[id.value()]);
-  s.build_op_part(id, std::move(infos));
   r.rebuilt.assign(s.offset.size(), false);
   r.rebuilt[id.value()] = true;
-  std::vector<ir::TensorId> touched(op.inputs.begin(), op.inputs.end());
-  touched.push_back(op.outputs[0]);
-  if (auto placed = s.places[id.value()]) touched.push_back(*placed);
+  std::vector<ir::TensorId> touched;
+  auto touch = [&](ir::TensorId t) {
+    if (r.rebuilt[s.part_id(t, early_pass)]) return;
+    touched.push_back(t);
+    for (Pass pass : {early_pass, late_pass})
+      r.rebuilt[s.part_id(t, pass)] = true;
+  };
+  for (auto t : op.inputs)
+    touch(t);
+  touch(op.outputs[0]);
+  if (auto placed = s.places[id.value()]) touch(*placed);
   // Late parts that wait for this op's output (its writers may have changed).
-  touched.insert(touched.end(), s.gates[id.value()].begin(), s.gates[id.value()].end());
+  for (auto t : s.gates[id.value()])
+    touch(t);
+  // The parts the assembly emits anew are compared with their old tasks, whose lists must be
+  // current: they are brought up to date while the old part data is still in place.
+  auto emit = s.emitted(r.rebuilt);
+  s.resolve_stale(&emit);
+  r.op_part = std::move(s.op_parts[id.value()]);
+  s.build_op_part(id, std::move(infos));
   r.tensor_parts.clear();
   for (auto t : touched) {
-    if (r.rebuilt[s.part_id(t, early_pass)]) continue;
-    for (Pass pass : {early_pass, late_pass}) {
-      r.rebuilt[s.part_id(t, pass)] = true;
+    for (Pass pass : {early_pass, late_pass})
       r.tensor_parts.emplace_back(s.part_id(t, pass), std::move(s.tensor_part(t, pass)));
-    }
     s.build_tensor_part(t);
   }
   if (!r.scheduled) {
@@ -560,7 +570,14 @@ void Lowering::undo() {
 }
 
 Program const& Lowering::program() const {
+  state_->resolve_stale();
   return state_->program;
+}
+Program const& Lowering::program_in_flux() const {
+  return state_->program;
+}
+std::vector<TaskId> const& Lowering::current_deps(TaskId task) const {
+  return state_->current_deps(task);
 }
 plan::Plan const& Lowering::plan() const {
   return state_->plan;

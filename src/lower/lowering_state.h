@@ -176,6 +176,10 @@ struct Lowering::State {
   std::vector<CollectiveId> first_collective;    // per part, in `program`
   std::vector<std::size_t> first_initial;        // per part, in `program`
   Program program;
+  // Per part: its tasks moved in an assembly after a reconfigure without their dependency lists
+  // being renumbered (assemble()); resolve_stale() brings them up to date.
+  std::vector<bool> stale;
+  bool any_stale = false;
   std::vector<std::optional<TaskId>> previous;
   Replaced replaced;
   CollectiveForm form = CollectiveForm::explicit_transfers;
@@ -273,6 +277,23 @@ struct Lowering::State {
   // ids; parts after it that did not change move their tasks along (their dependencies shifted),
   // without copying them; and previous_ids is recorded.
   void assemble(std::vector<bool> const* rebuilt);
+
+  // The parts that assemble(&rebuilt) emits from their part data: the rebuilt ones, the ops whose
+  // inputs' parts were rebuilt (their compute tasks wait for other tasks), the producers of
+  // rebuilt tensor parts (their reduce-scatter may now be, or no longer be, an all-reduce).
+  std::vector<bool> emitted(std::vector<bool> const& rebuilt) const;
+
+  // Writes part `id`'s tasks' dependency lists (in `program`, at its offset) from its part data:
+  // its own, then (an op part's compute tasks) what they wait for of each input. Returns whether
+  // one of the inputs' parts was rebuilt.
+  bool resolve_deps(std::uint32_t id, std::vector<bool> const* rebuilt);
+
+  // A task's dependency list, its part's brought up to date first if stale (unscheduled
+  // programs: the parts hold every task).
+  std::vector<TaskId> const& current_deps(TaskId task);
+
+  // Brings the stale parts' lists up to date (of the parts `only` names, or all).
+  void resolve_stale(std::vector<bool> const* only = nullptr);
 
   // lower()'s assembly (`once`): the same program as assemble(nullptr), but each part's tasks
   // move into it (their boxes with them) and the part's tasks are freed as soon as they have

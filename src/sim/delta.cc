@@ -111,7 +111,7 @@ Expected<Prediction> DeltaSimulator::apply(ir::OpId op, plan::OpConfig config) {
 Expected<Prediction const*> DeltaSimulator::apply_unless_above(ir::OpId op, plan::OpConfig config,
                                                                double step_above) {
   CLEAVE_ASSERT(!(kept_.valid && kept_.gave_up), "an apply that gave up is undone before another");
-  remember(lowering_.program(), scratch_->old);
+  remember(lowering_.program_in_flux(), scratch_->old);
   CLEAVE_CHECK_OK(lowering_.reconfigure(op, std::move(config)));
   // For undo(): the index is copied into the buffer kept from the last apply (its allocations
   // reused), since the steps below update it in place; the timings are rearranged in place and
@@ -121,7 +121,7 @@ Expected<Prediction const*> DeltaSimulator::apply_unless_above(ir::OpId op, plan
   kept_.gave_up = false;
   kept_.index = index_;
   kept_.work = work_;
-  work_ = {lowering_.program().tasks.size(), 0, 0, 0};
+  work_ = {lowering_.program_in_flux().tasks.size(), 0, 0, 0};
   map_tasks();
   update_index();
   auto costs = reprice_collectives();
@@ -137,7 +137,7 @@ Expected<Prediction const*> DeltaSimulator::apply_unless_above(ir::OpId op, plan
 void DeltaSimulator::map_tasks() {
   Scratch& s = *scratch_;
   OldProgram const& old = s.old;
-  auto const& p = lowering_.program();
+  auto const& p = lowering_.program_in_flux();
   auto const& prev = lowering_.previous_ids();
   std::size_t n = p.tasks.size();
   s.old_of.assign(n + p.collectives.size(), no_node);
@@ -185,7 +185,7 @@ void DeltaSimulator::map_tasks() {
 // they kept their ids too).
 void DeltaSimulator::update_index() {
   Scratch& s = *scratch_;
-  auto const& p = lowering_.program();
+  auto const& p = lowering_.program_in_flux();
   auto const& prev = lowering_.previous_ids();
   std::size_t n = p.tasks.size();
   auto& new_task = s.new_task;
@@ -207,7 +207,8 @@ void DeltaSimulator::update_index() {
     }
     if (!mapped) {
       tail.deps.resize(tail.first.back());
-      tail.deps.insert(tail.deps.end(), p.tasks[i].deps.begin(), p.tasks[i].deps.end());
+      auto const& own = lowering_.current_deps(i);  // the program's may name old ids
+      tail.deps.insert(tail.deps.end(), own.begin(), own.end());
     }
     tail.first.push_back(static_cast<std::uint32_t>(tail.deps.size()));
   }
@@ -230,7 +231,7 @@ void DeltaSimulator::update_index() {
 std::vector<cost::CollectiveCost> DeltaSimulator::reprice_collectives() {
   Scratch& s = *scratch_;
   OldProgram const& old = s.old;
-  auto const& p = lowering_.program();
+  auto const& p = lowering_.program_in_flux();
   auto const& prev = lowering_.previous_ids();
   std::size_t n = p.tasks.size();
   auto old_collective = [&](lower::Collective const& c) -> lower::CollectiveId {
@@ -269,7 +270,7 @@ std::vector<cost::CollectiveCost> DeltaSimulator::reprice_collectives() {
 double DeltaSimulator::restart_time() {
   Scratch& s = *scratch_;
   OldProgram const& old = s.old;
-  auto const& p = lowering_.program();
+  auto const& p = lowering_.program_in_flux();
   std::size_t n = p.tasks.size();
   auto const& node_of = s.node_of;
   auto const& old_of = s.old_of;
@@ -304,14 +305,17 @@ double DeltaSimulator::restart_time() {
     };
     for (auto i : fresh) {
       NodeId u = node_of[i];
+      // The index's lists (update_index), since the program's may name old ids
+      // (Lowering::program_in_flux).
+      auto const& deps = index_.deps;
       double b = 0;
       if (u < n) {
-        for (auto d : p.tasks[i].deps)
-          b = std::max(b, dep_bound(node_of[d]));
+        for (auto k = deps.first[i]; k < deps.first[i + 1]; ++k)
+          b = std::max(b, dep_bound(node_of[deps.deps[k]]));
       } else {
         for (auto m : p.collectives[u - n].members)
-          for (auto d : p.tasks[m].deps)
-            if (node_of[d] != u) b = std::max(b, dep_bound(node_of[d]));
+          for (auto k = deps.first[m]; k < deps.first[m + 1]; ++k)
+            if (node_of[deps.deps[k]] != u) b = std::max(b, dep_bound(node_of[deps.deps[k]]));
       }
       bound[u] = b;
       t = std::min(t, b);
@@ -336,7 +340,7 @@ bool DeltaSimulator::surely_above(Checkpoint const* from, double step_above) con
   if (!(step_above < std::numeric_limits<double>::infinity())) return false;
   Scratch& s = *scratch_;
   OldProgram const& old = s.old;
-  auto const& p = lowering_.program();
+  auto const& p = lowering_.program_in_flux();
   std::size_t n = p.tasks.size();
   auto& left = s.left;
   left = prediction_.sim.busy_seconds;
@@ -366,7 +370,7 @@ bool DeltaSimulator::surely_above(Checkpoint const* from, double step_above) con
 bool DeltaSimulator::rerun_from(double at, std::vector<cost::CollectiveCost> costs,
                                 double step_above) {
   Scratch& s = *scratch_;
-  auto const& p = lowering_.program();
+  auto const& p = lowering_.program_in_flux();
   Prefix& prefix = s.prefix;
   prefix.taken.clear();
   prefix.ready.clear();

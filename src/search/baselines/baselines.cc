@@ -57,6 +57,44 @@ int slot_for_weight(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& bo
   return -1;
 }
 
+// What the propagation has decided so far: the plan, each tensor's split, and per forward op the
+// weights it reads along its model split and on which axis, for its backward ops to mirror (a
+// tied weight is split one way by each of its uses).
+struct Propagation {
+  plan::Plan plan;
+  std::vector<Axis> axes;
+  std::vector<std::vector<std::pair<ir::TensorId, int>>> weight_splits;
+};
+
+// The cast that made `t` from a weight (AMP's half copy of a weight, docs/precision.md), or an
+// invalid id.
+ir::OpId weight_cast(ir::Graph const& g, ir::TensorId t) {
+  ir::OpId producer = g.producer(t);
+  if (!producer.valid()) return {};
+  ir::Op const& op = g.op(producer);
+  if (op.type != "cast" || op.forward.valid() || op.inputs.size() != 1) return {};
+  return g.tensor(op.inputs[0]).role == ir::TensorRole::weight ? producer : ir::OpId{};
+}
+
+// A weight's cast, which comes before its readers and so had no split to follow, takes the model
+// split (on `axis`) that its first model-split reader gives the half copy, and so does the weight
+// (issue 21): the cast's pieces are then where that reader's pieces read them (rather than
+// sharded on the first dimension, every piece fetching from every device), and the weight's
+// update and its gradient's cast back are split as they are without AMP.
+Status split_cast(SearchContext const& ctx, ir::OpId cast, int axis, int n, Propagation& s) {
+  CLEAVE_TRY(auto bound, ctx.registry.bind(ctx.graph, cast));
+  int slot = slot_reading(*bound, 0, axis);
+  if (slot < 0 || !bound->dims()[static_cast<std::size_t>(slot)].splittable) return Status::ok();
+  auto& config = s.plan.ops[cast.value()];
+  std::fill(config.degrees.begin(), config.degrees.end(), 1);
+  split_dim(config, static_cast<std::size_t>(slot),
+            bound->dims()[static_cast<std::size_t>(slot)].extent, n);
+  ir::TensorId weight = ctx.graph.op(cast).inputs[0];
+  s.weight_splits[cast.value()].push_back({weight, axis});
+  if (s.axes[weight.value()].dim < 0) s.axes[weight.value()] = {axis, true};
+  return Status::ok();
+}
+
 // Data parallelism, optionally with Megatron-style tensor parallelism. Each op follows the split
 // of its inputs (a model-split input first, then a batch-split one); ops with neither shard their
 // first dimension with a piece for every device, else the largest (weight updates: ZeRO's sharded
@@ -67,19 +105,18 @@ int slot_for_weight(ir::Graph const& g, ir::Op const& op, tdl::BoundOp const& bo
 //    partial sum, reduce-scattered onto the batch-split layout of what reads it next);
 //  - a forward embedding splits its width (the table's columns), since cleave's embedding is a
 //    gather that cannot be split on the vocabulary;
-//  - weights read along a model split are model-split themselves, and every backward op splits
-//    the dimension that touches its forward op's model-split weights the same way (Megatron's
-//    backward mirrors its forward);
+//  - weights read along a model split are model-split themselves (under AMP, their half copies
+//    and the casts that make them too), and every backward op splits the dimension that touches
+//    its forward op's model-split weights the same way (Megatron's backward mirrors its forward);
 //  - activations with no split to follow take their first splittable dimension (the batch);
 //    an op with no parallel dimension to split (the scalar loss) splits its reduction (partial
 //    losses, summed).
 Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_parallel) {
-  plan::Plan p = plan::single_device_plan(ctx.graph, ctx.registry);
   auto const& g = ctx.graph;
-  std::vector<Axis> axes(g.num_tensors());
-  // Per forward op, the weights it reads along its model split and on which axis, for its
-  // backward ops to mirror (a tied weight is split one way by each of its uses).
-  std::vector<std::vector<std::pair<ir::TensorId, int>>> weight_splits(g.num_ops());
+  Propagation s{plan::single_device_plan(g, ctx.registry), std::vector<Axis>(g.num_tensors()),
+                std::vector<std::vector<std::pair<ir::TensorId, int>>>(g.num_ops())};
+  auto& axes = s.axes;
+  auto& weight_splits = s.weight_splits;
   for (auto const& t : g.tensors())
     if (t.role == ir::TensorRole::input && !t.type.shape.empty() && t.type.shape[0] == ctx.batch)
       axes[t.id.value()] = {0, false};
@@ -166,19 +203,22 @@ Expected<plan::Plan> propagate(SearchContext const& ctx, int n, bool tensor_para
       axes[op.outputs[0].value()] = {0, false};
     if (model) {  // weights read along the model split: the first such use decides their layout
       for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-        if (g.tensor(op.inputs[i]).role != ir::TensorRole::weight) continue;
+        ir::OpId cast = weight_cast(g, op.inputs[i]);
+        if (g.tensor(op.inputs[i]).role != ir::TensorRole::weight && !cast.valid()) continue;
         for (std::size_t k = 0; k < g.tensor(op.inputs[i]).type.shape.size(); ++k) {
           if (slot_reading(*bound, i, static_cast<int>(k)) != chosen) continue;
           weight_splits[id.value()].push_back({op.inputs[i], static_cast<int>(k)});
           auto& a = axes[op.inputs[i].value()];
-          if (a.dim < 0) a = {static_cast<int>(k), true};
+          if (a.dim >= 0) continue;
+          a = {static_cast<int>(k), true};
+          if (cast.valid()) CLEAVE_CHECK_OK(split_cast(ctx, cast, static_cast<int>(k), n, s));
         }
       }
     }
-    split_dim(p.ops[id.value()], static_cast<std::size_t>(chosen),
+    split_dim(s.plan.ops[id.value()], static_cast<std::size_t>(chosen),
               dims[static_cast<std::size_t>(chosen)].extent, n);
   }
-  return p;
+  return std::move(s.plan);
 }
 
 }  // namespace
