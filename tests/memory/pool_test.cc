@@ -40,7 +40,7 @@ TEST(Pool, ClassesAreLaidOutInOrderAndBlocksTakeObjectsOfTheirOwnClass) {
   EXPECT_EQ(pool_to_string(pool), "2x100 B, 1x1 KB");
 }
 
-TEST(Allocation, MinimaCoverWhatOneOpHoldsAtOnceFromEachClassUp) {
+TEST(Allocation, MinimaCoverWhatOneOpHoldsAtOnceInEachClass) {
   AllocationProblem p{{10, 20, 30}, {{0, 0, 1}, {2, 1, 1, 1}}, 1000};
   // One class for all: the second set holds 4 blocks at once.
   EXPECT_EQ(min_objects(p, {0, 0, 0}), (std::vector<std::int64_t>{4}));
