@@ -73,14 +73,23 @@ Where cleave agrees and disagrees:
   steps of one layer while its weights are on the device. cleave's search (population 32, 20
   generations, minutes on this shared machine) finds part of that; the paper's ran 144
   chromosomes for up to 30 minutes.
-- **WResNet-152-10 at 75.8%, not 95%; NasNet-25 at 15%.** Both hold their activations in blocks
-  that the backward pass reads in the reverse order of the forward pass, so what does not fit
-  goes out and comes back once: WResNet-152-10 moves 195 GiB over PCIe in a step whose compute
-  takes 32 s on the roofline; NasNet-25 (its weights on the device) 138 GiB against 4.1 s of
-  compute, so copies set its step time whatever the schedule (its search was cut to population 8
-  and 2 generations: its 30k ops take about 5 s a chromosome here). Why the paper's figures are
-  so much higher was not found; its NasNet-25 is given only by name (docs/zoo.md reads it as
-  NASNet-A (25 @ 4032)), and its step times are measured where cleave's are the roofline's.
+- **NasNet-25 at 15%: the link's bound, whatever the plan.** Every activation the backward pass
+  reads is live when the loss is computed, in any schedule, so at that instant at least
+  154.3 - 16 = 138.3 GiB (148.5 GB) sit on the host: copied out before the loss and back after
+  it, 12.4 s each way at 12 GB/s. The step takes at least 24.8 s against 4.1 s of roofline
+  compute: at most 16.5% of ideal, and swapadvisor's 15.1% is 91% of that bound (it swaps
+  exactly 138.3 GiB). The paper's 53% or more needs its step to compute at least three times
+  longer per byte saved for backward: its times are measured, and NASNet's many depthwise and
+  1x1 convolutions run far below a V100's roofline, where cleave prices them at it. (Its search
+  was cut to population 8 and 2 generations: 30k ops take about 5 s a chromosome here. Its
+  NasNet-25 is given only by name: docs/zoo.md reads it as NASNet-A (25 @ 4032).)
+- **WResNet-152-10 at 75.8%, not 95%: the search's shortfall.** The same bound leaves it room:
+  of its 100.6 GiB of saved activations about 85 GiB go out during a forward pass of 10.5 s
+  (with 21.7 GiB of weights brought in: 7.6 s of copies each way at most), and come back with
+  the weights and momentum during a backward pass of 22 s (11.5 s in, 3.9 s out), so the copies
+  could hide under the computation, as the paper's 95% says they do. cleave's best plan moves
+  195 GiB and leaves 10 s of the step to copies: a schedule that runs copies earlier was not
+  found in 20 generations of 32 chromosomes.
 - **LRU far above the paper's.** The paper's LRU baseline is a framework's on-demand swapping
   without prefetch; cleave's `lru-swap` issues each copy back one op ahead and the simulator
   overlaps copies with computation on the V100's copy engine, so it is a far stronger baseline
