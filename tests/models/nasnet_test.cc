@@ -102,7 +102,8 @@ TEST_F(NasNetModel, OpCountsFollowTheCells) {
   EXPECT_EQ(build("nasnet:batch=1").num_ops(), expected(6));
   EXPECT_EQ(build("nasnet:cells=1,batch=1").num_ops(), expected(1));
   std::map<std::string, int> types;
-  for (auto const& o : build("nasnet:batch=1").ops())
+  auto const graph = build("nasnet:batch=1");  // held: a temporary's ops() would dangle
+  for (auto const& o : graph.ops())
     ++types[o.type];
   // 22 cells (2 stem, 18 normal, 2 reduction) x 5 branches x 2 separables x 2 convolutions;
   // 1x1s: stem cells 1 and 1 + 2 (factorized), reduction cells 2, normal cells 2 or, in the 3
