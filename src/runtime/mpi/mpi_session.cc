@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -31,6 +32,10 @@ Expected<Session> Session::start() {
   Session s;
   s.owner_ = true;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // A surviving rank that writes to a dead peer's socket, or to its output pipe while mpirun
+  // tears the job down, must see EPIPE, not die of SIGPIPE: mpirun then names that survivor,
+  // not the rank that failed, as the process that ended the job (seen once across two hosts).
+  std::signal(SIGPIPE, SIG_IGN);
   if (provided < MPI_THREAD_MULTIPLE)
     return Error(ErrorCode::unsupported,
                  "this MPI library does not support MPI_THREAD_MULTIPLE, which the device "
