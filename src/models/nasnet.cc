@@ -151,7 +151,7 @@ class NasNet {
   ir::TensorId separable(ir::TensorId x, std::int64_t out, std::int64_t k, std::int64_t stride,
                          std::string const& name) {
     auto s = b_.scope(name);
-    auto const& shape = b_.shape_of(x);
+    ir::Shape const shape = b_.shape_of(x);  // a copy: adding ops moves the graph's tensors
     std::int64_t channels = shape[1];
     SamePads ph = same(shape[2], k, stride), pw = same(shape[3], k, stride);
     Conv depthwise{.out_channels = channels,
@@ -170,7 +170,7 @@ class NasNet {
 
   // A 3x3 pool with SAME padding; the average divides by the window's part inside x.
   ir::TensorId pool(ir::TensorId x, Pool kind, std::int64_t stride, std::string const& name) {
-    auto const& shape = b_.shape_of(x);
+    ir::Shape const shape = b_.shape_of(x);  // a copy: adding ops moves the graph's tensors
     SamePads ph = same(shape[2], 3, stride), pw = same(shape[3], 3, stride);
     ir::Attrs attrs{{"kernel", Ints{3, 3}},
                     {"stride", Ints{stride, stride}},
@@ -185,7 +185,7 @@ class NasNet {
   // row and column zeros), joined and normalized (TF-slim's factorized_reduction).
   ir::TensorId factorized(ir::TensorId x, std::int64_t out) {
     x = b_.op("relu", {x}, {}, "act");
-    auto const& shape = b_.shape_of(x);
+    ir::Shape const shape = b_.shape_of(x);  // a copy: adding ops moves the graph's tensors
     auto path = [&](ir::TensorId in, std::string const& name) {
       auto s = b_.scope(name);
       in = b_.op(
