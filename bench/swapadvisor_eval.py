@@ -43,10 +43,10 @@ V100's memory, WResNet-152-10 at 95%, RNNs at 70-80% where on-demand LRU swappin
 Where cleave agrees and disagrees:
 
 - **Every model is planned, at or above `lru-swap`.** swapadvisor plans all five of the paper's
-  models and the four stand-ins, each at or above `lru-swap`: WResNet-152-10 75.8% of ideal
-  (`lru-swap` 65.0%), RNN-8-8K 65.7% (15.8%), BRNN-4-8K 64.4% (49.1%), the wide Inception-v4
-  78.4% (67.8%), NasNet-25 15.1% (14.8%); the stand-ins WResNet-152-2 84.4% (67.9%),
-  WResNet-50-4 90.0% (74.9%), RNN-8-4K 96.4% (86.2%), Inception-v3 63.1% (47.2%). Its plans
+  models and the four stand-ins, each at or above `lru-swap`: WResNet-152-10 74.8% of ideal
+  (`lru-swap` 65.0%), RNN-8-8K 60.2% (15.8%), BRNN-4-8K 66.1% (49.1%), the wide Inception-v4
+  78.2% (67.8%), NasNet-25 15.4% (14.8%); the stand-ins WResNet-152-2 93.2% (67.9%),
+  WResNet-50-4 100.0% (74.9%), RNN-8-4K 90.2% (86.2%), Inception-v3 63.7% (47.2%). Its plans
   move fewer bytes than `lru-swap`'s on every CNN (Inception-v3: 6.71 GiB against 6.87 GiB).
 - **Its plans divide bytes, not the paper's pool.** Each chromosome divides either a pool of size
   classes or the device's bytes (as `lru-swap`'s and every other cleave plan, whose simulator and
@@ -54,7 +54,7 @@ Where cleave agrees and disagrees:
   divides bytes. A static pool keeps objects for each class's most blocks at once, as large as
   the class's largest size: Inception-v3's first layers need five objects of 1.4 GB for their
   backward pass, memory the rest of the step cannot use. The pool alone ("pool only") plans the
-  CNN stand-ins below the search (68.0%, 70.7%, 28.9%) and NasNet-25 at 14.1%, and finds no plan for the
+  CNN stand-ins below the search (66.0%, 71.3%, 30.3%) and NasNet-25 at 14.1%, and finds no plan for the
   other paper models and RNN-8-4K: a plan swaps a block once, so a class's objects fill with
   copies brought back whose readers are spread apart, or with the few objects the search's shares
   give a class of tiny blocks (the errors name the class). The paper's pool is what its runtime
@@ -66,8 +66,9 @@ Where cleave agrees and disagrees:
   (docs/search_swapadvisor.md). cleave's step needs less than the paper's (WResNet-152-10
   148.5 GiB against 180 GB; RNN-8-8K 49.3 GiB against 118 GB: the paper's unroll length is not
   given, docs/zoo.md), so the same models are 3 to 10x the device here, not up to 12x.
-- **RNNs near the paper's 70-80%.** 65.7% on RNN-8-8K and 64.4% on BRNN-4-8K (38.1% and 54.4%
-  in the previous table, whose chromosomes all divided a pool). Each LSTM
+- **RNNs below the paper's 70-80%.** 60.2% on RNN-8-8K and 66.1% on BRNN-4-8K (38.1% and 54.4%
+  when every chromosome divided a pool; 65.7% and 64.4% before the planner's last change to
+  Belady's rule, which the CNNs gain from and RNN-8-8K loses 5 points to). Each LSTM
   layer's weights (2 GiB, with their momentum 4 GiB) are read at every time step, and the copies,
   not the computation, set the step time; the paper's gain comes from schedules that run many time
   steps of one layer while its weights are on the device. cleave's search (population 32, 20
@@ -77,18 +78,18 @@ Where cleave agrees and disagrees:
   reads is live when the loss is computed, in any schedule, so at that instant at least
   154.3 - 16 = 138.3 GiB (148.5 GB) sit on the host: copied out before the loss and back after
   it, 12.4 s each way at 12 GB/s. The step takes at least 24.8 s against 4.1 s of roofline
-  compute: at most 16.5% of ideal, and swapadvisor's 15.1% is 91% of that bound (it swaps
+  compute: at most 16.5% of ideal, and swapadvisor's 15.4% is 93% of that bound (it swaps
   exactly 138.3 GiB). The paper's 53% or more needs its step to compute at least three times
   longer per byte saved for backward: its times are measured, and NASNet's many depthwise and
   1x1 convolutions run far below a V100's roofline, where cleave prices them at it. (Its search
   was cut to population 8 and 2 generations: 30k ops take about 5 s a chromosome here. Its
   NasNet-25 is given only by name: docs/zoo.md reads it as NASNet-A (25 @ 4032).)
-- **WResNet-152-10 at 75.8%, not 95%: the search's shortfall.** The same bound leaves it room:
+- **WResNet-152-10 at 74.8%, not 95%: the search's shortfall.** The same bound leaves it room:
   of its 100.6 GiB of saved activations about 85 GiB go out during a forward pass of 10.5 s
   (with 21.7 GiB of weights brought in: 7.6 s of copies each way at most), and come back with
   the weights and momentum during a backward pass of 22 s (11.5 s in, 3.9 s out), so the copies
   could hide under the computation, as the paper's 95% says they do. cleave's best plan moves
-  195 GiB and leaves 10 s of the step to copies: a schedule that runs copies earlier was not
+  195 GiB and leaves 11 s of the step to copies: a schedule that runs copies earlier was not
   found in 20 generations of 32 chromosomes.
 - **LRU far above the paper's.** The paper's LRU baseline is a framework's on-demand swapping
   without prefetch; cleave's `lru-swap` issues each copy back one op ahead and the simulator
