@@ -9,7 +9,7 @@ samples/s, % of ideal, the memory the step needs without swapping (ideal's peak)
 where the blocks held before the step start it, the swaps and bytes swapped (from the plan's
 provenance), and the search time; then the paper's figures for the same models.
 
-  swapadvisor_eval.py [--cleave BIN] [--timeout S] [--small]
+  swapadvisor_eval.py [--cleave BIN] [--timeout S] [--small] [--only NAME ...]
 """
 import argparse
 import json
@@ -186,6 +186,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--small", action="store_true",
                     help="the small models of docs/search_swapadvisor.md instead")
+    ap.add_argument("--only", action="append", default=[],
+                    help="only the models whose name contains this (repeatable), to rerun rows")
     args = ap.parse_args()
     if args.small:
         small(args)
@@ -196,6 +198,8 @@ def main():
           "| % of ideal | swapped | search (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, spec in MODELS:
+        if args.only and not any(o in name for o in args.only):
+            continue
         t0 = time.time()
         rows, needs = {}, "—"
         for a, algo, options in ALGOS:
