@@ -180,10 +180,10 @@ TEST(SwapAdvisor, BeladyOnTheGraphsOrderIsAtLeastLru) {
   EXPECT_LT(belady.swapped, lru.swapped);
 }
 
-// Copies back become ready in the order they are needed (the copy engine runs them in the order
-// they become ready): each is issued no earlier than the one needed before it. Taken in the
-// order of their evictions, a copy needed late found room first and went ahead of copies needed
-// sooner.
+// The second pass takes copies back in the order they are needed, so that those needed first take
+// the room first: on the MLP they become ready in that order (the copy engine runs them in the
+// order they become ready). Taken in the order of their evictions, a copy needed late found room
+// first and went ahead of copies needed sooner.
 TEST(SwapAdvisor, CopiesBackAreIssuedInTheOrderTheyAreNeeded) {
   Planning s("v100x1:memory=3MiB");
   auto ctx = s.context();
@@ -239,9 +239,9 @@ TEST(SwapAdvisor, EagerUpdatesRunOnceTheirInputsAreReady) {
 // WResNet-152-10 (43.4 GiB of weights and momentum, starting the step on the host; 148.5 GiB
 // without swapping) on one 16 GiB V100, updates eager, in bytes: its copies hide under its
 // computation, the step within 5% of ideal's (96.3%; the paper: 95%). Each of the planner's
-// rules for it is needed: without the updates' outputs leaving once written, 84%; brought one
-// op ahead instead of by their copies' time, 92%; copies back in the order of their evictions,
-// below 80%.
+// rules for it is needed: without the updates' outputs leaving once written, about 84%; the
+// weights brought one op ahead instead of by their copies' time, about 92%; copies back taken in
+// the order of their evictions, about 83%.
 TEST(SwapAdvisor, WideResNetOnTheHostHidesItsCopies) {
   Planning s("v100x1", "resnet:depth=152,width=10,batch=64", 64);
   auto ctx = s.context();
