@@ -322,7 +322,9 @@ class Walk {
     double ahead = 0;  // the ops from k + 2 to j - 1
     for (int j = k + 2; j < n && ahead < longest_copy_s_; ++j) {
       for (auto d : model_.reads[order_[static_cast<std::size_t>(j)]])
-        if (from_host(d) && !resident_[d] && ahead < model_.copy_s[d] && !copy_in(d, k, j).ok())
+        // Not for a later read of a block this loop took back (unbring) for an earlier one.
+        if (from_host(d) && !resident_[d] && ahead < model_.copy_s[d] && next_use(d, k) == j &&
+            !copy_in(d, k, j).ok())
           return;  // no room: brought one op ahead
       ahead += model_.compute_s[order_[static_cast<std::size_t>(j)]];
     }
