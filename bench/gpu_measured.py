@@ -70,6 +70,13 @@ WHY_SWAP = """- **NasNet's compute is far above its roofline, WResNet's below it
   assumption (the V100 runs fp32 without tensor cores, so its dense convolutions sit nearer the
   roofline than the H100's TF32 ones), but the direction is the explanation's: the paper's
   measured NasNet computes far longer per byte than a roofline says.
+- **The host link is as priced, but its two directions share it.** The H100's pinned copies
+  ran at 55 GB/s each way alone (the h100-2x8 preset: 50), and at 46 and 51 GB/s both ways at
+  once (84% and 94% of one way alone), where cleave gives each direction its own full
+  bandwidth: against the preset's 50, copies both ways at once are priced up to 8% optimistic,
+  copies one way 10% pessimistic. The copies slowed neither a
+  compute-bound matrix product nor a memory-bound kernel beside them by more than 4%, as the
+  simulator assumes (copy engines, not SMs).
 - **The profile predicts PyTorch's NASNet step:** the sum of its pieces' PyTorch times (one
   stream, no overlap) is within 6% of timm's NASNet-A Large step (0.94), where the roofline is
   2.4x optimistic. The convolution efficiency was not changed: the ResNet fits (gpu_truth.md)
@@ -351,6 +358,42 @@ def table():
     return 0
 
 
+def host_link_table():
+    """bench/gpu_host_link.py's measurements beside the preset's host link."""
+    link = load("h100_host_link.json")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cluster.json")
+        _, err = run([ARGS.cleave, "clusters", "--export", CLUSTER, "-o", path], ARGS.timeout)
+        if err:
+            sys.exit(f"cleave clusters --export {CLUSTER}: {err}")
+        with open(path) as f:
+            links = json.load(f)["links"]
+    preset = next(l["bandwidth_bytes_per_s"] for l in links if l["kind"] == "host") / 1e9
+    print(f"### The host link (`bench/gpu_host_link.py`, pinned memory, {link['device']}, "
+          f"torch {link['torch']}, median of {link['reps']})")
+    print()
+    print("| copy | measured | the preset's `host` | measured / preset |")
+    print("|---|---|---|---|")
+    rows = [("host to device, 1 GiB", link["h2d_GBps"]), ("device to host, 1 GiB", link["d2h_GBps"]),
+            ("host to device, both ways at once", link["both_ways_GBps"][0]),
+            ("device to host, both ways at once", link["both_ways_GBps"][1])]
+    rows += [(f"{w}, {mib} MiB", link[f"{k}_{mib}MiB_GBps"]) for mib in (16, 64, 256)
+             for k, w in (("h2d", "host to device"), ("d2h", "device to host"))]
+    for what, gbps in rows:
+        print(f"| {what} | {gbps:.1f} GB/s | {preset:.1f} GB/s | {gbps / preset:.2f} |")
+    print()
+    mm, ew = link["matmul_s"], link["elementwise_s"]
+    both_mm, both_ew = link["both_ways_beside_matmul_s"], link["both_ways_beside_elementwise_s"]
+    print(f"Beside computation on a third stream, both ways at once: {link['matmul']} took "
+          f"{both_mm[2] * 1e3:.1f} ms against {mm * 1e3:.1f} ms alone "
+          f"({link['matmul_TFLOPps']:.0f} TFLOP/s), the copies {both_mm[0] * 1e3:.1f} and "
+          f"{both_mm[1] * 1e3:.1f} ms against {link['both_ways_s'][0] * 1e3:.1f} and "
+          f"{link['both_ways_s'][1] * 1e3:.1f} ms; {link['elementwise']} took "
+          f"{both_ew[2] * 1e3:.1f} ms against {ew * 1e3:.1f} ms alone "
+          f"({link['elementwise_TBps']:.1f} TB/s), the copies {both_ew[0] * 1e3:.1f} and "
+          f"{both_ew[1] * 1e3:.1f} ms.")
+
+
 def swap_table():
     steps = steps_by_name(load("h100_swap_steps.json"))
     meta = load("h100_swap_pieces_meta.json")
@@ -387,6 +430,8 @@ def swap_table():
         print()
         with tempfile.TemporaryDirectory() as tmp:
             op_table(meta, model_pieces(spec, ["single"], os.path.join(tmp, "p.json")))
+    print()
+    host_link_table()
     print()
     print(WHY_SWAP)
 
