@@ -251,8 +251,8 @@ TEST(SwapAdvisor, WideResNetOnTheHostHidesItsCopies) {
   auto topo = s.graph.topo_order();
   auto schedule = swapadvisor::eager_updates(swapadvisor::op_graph(s.graph, *model),
                                              {topo.begin(), topo.end()});
-  swapadvisor::SwapRequest request{*model, schedule, nullptr, model->allocation.capacity,
-                                   swapadvisor::Eviction::belady, /*idle=*/2};
+  swapadvisor::SwapRequest request{*model, schedule, nullptr, model->allocation.capacity};
+  request.idle_threshold = 2;  // Belady's rule, as the search plans
   auto swaps = swapadvisor::plan_swaps(request);
   ASSERT_TRUE(swaps.has_value()) << swaps.error().to_string();
   auto p = s.predict(swapadvisor::schedule_plan(ctx, schedule, *swaps));
@@ -444,8 +444,8 @@ TEST(SwapAdvisor, EveryPlanWithBlocksOnTheHostLowers) {
         ++planned;
         auto plan = swapadvisor::schedule_plan(ctx, schedule, *swaps);
         auto e = sim::evaluate({s.graph, *s.registry, plan, *s.cost, s.batch});
-        ASSERT_TRUE(e.has_value()) << m << " at " << cap << ", trial " << trial << ": "
-                                   << e.error().to_string();
+        ASSERT_TRUE(e.has_value())
+            << m << " at " << cap << ", trial " << trial << ": " << e.error().to_string();
         EXPECT_TRUE(e->violations.empty()) << m << " at " << cap << ", trial " << trial;
       }
     }

@@ -244,7 +244,7 @@ class Genetic {
   SearchClock clock_;
   double rate_;
   OpGraph ops_;
-  std::vector<std::int64_t> demand_;                       // per size: bytes of its blocks
+  std::vector<std::int64_t> demand_;  // per size: bytes of its blocks
   double best_s_ = infeasible;
   std::optional<Error> first_error_;
   GeneticResult result_;
