@@ -80,8 +80,11 @@ Where cleave agrees and disagrees:
   it, 12.4 s each way at 12 GB/s. The step takes at least 24.8 s against 4.1 s of roofline
   compute: at most 16.5% of ideal, and swapadvisor's 15.4% is 93% of that bound (it swaps
   exactly 138.3 GiB). The paper's 53% or more needs its step to compute at least three times
-  longer per byte saved for backward: its times are measured, and NASNet's many depthwise and
-  1x1 convolutions run far below a V100's roofline, where cleave prices them at it. (Its search
+  longer per byte saved for backward: its times are measured, and NASNet's depthwise
+  convolutions run far below a GPU's roofline, where cleave prices them at it. Measured on an
+  H100 (gpu_measured.md, "SwapAdvisor's models"): NasNet-25's pieces take 2.3x the roofline's
+  compute as PyTorch runs them (depthwise convolutions' gradients 7-10x, average pools'
+  gradients 10x), WResNet-152-10's 0.52x; at 2.3x the bound here would be about 38%. (Its search
   was cut to population 8 and 2 generations: 30k ops take about 5 s a chromosome here. Its
   NasNet-25 is given only by name: docs/zoo.md reads it as NASNet-A (25 @ 4032).)
 - **WResNet-152-10 at 74.8%, not 95%: the search's shortfall.** The same bound leaves it room:
