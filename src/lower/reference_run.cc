@@ -174,14 +174,16 @@ class Runner {
     return Status::ok();
   }
 
-  // Copies the region to the host store and frees the device's blocks of the tensor inside it.
+  // Copies the region to the host store, in place of the copy an earlier swap-out of it left
+  // there, and frees the device's blocks of the tensor inside it.
   Status swap_out(TaskId id, Task const& task) {
     CLEAVE_TRY(tdl::TensorData part, gather(task.tensor, task.region, task.device));
-    host_.push_back({task.tensor, std::move(part), false, id});
-    auto& blocks = on(task.device);
-    std::erase_if(blocks, [&](Block const& b) {
+    auto inside = [&](Block const& b) {
       return b.tensor == task.tensor && !b.partial && contains(task.region, b.data.region);
-    });
+    };
+    std::erase_if(host_, inside);
+    host_.push_back({task.tensor, std::move(part), false, id});
+    std::erase_if(on(task.device), inside);
     return Status::ok();
   }
 

@@ -42,11 +42,13 @@ std::string describe(ir::Graph const& graph, Task const& t) {
 }
 
 // What a swap amounts to in the program: the task that wrote the block, or the block held before
-// the step (Program::initial), and the readers that read the copy swapped in.
+// the step (Program::initial), the readers that read the copy swapped in, and the swap of the
+// same block that brought the copy this one takes out, if any.
 struct Resolved {
   std::optional<TaskId> writer;
   std::optional<std::size_t> initial;
   std::vector<TaskId> late;
+  std::optional<std::size_t> previous;
 };
 
 Error swap_error(Context const& c, plan::Swap const& s, std::string const& why) {
@@ -56,8 +58,8 @@ Error swap_error(Context const& c, plan::Swap const& s, std::string const& why) 
                                                 why);
 }
 
-// A swap's block and its late readers; those of a block that starts the step on the host are
-// assigned later, among all the swaps that bring it (assign_from_host).
+// A swap's block; its late readers are assigned once every swap of the block is known
+// (assign_late, assign_from_host).
 Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
   auto fail = [&](std::string const& why) { return swap_error(c, s, why); };
   auto const& tasks = c.program.tasks;
@@ -84,17 +86,26 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
   if (!s.out_after && !initial)
     return fail("it starts the step on the host (it has no out_after), which only a block held "
                 "before the step can");
-  Resolved r{writer, initial, {}};
+  if (writer && tasks[*writer].kind == TaskKind::compute &&
+      c.position_of(tasks[*writer]) > c.position[s.out_after->op][s.out_after->piece])
+    return fail("it is written by " + describe(c.graph, tasks[*writer]) +
+                ", which the device's order runs after the swap-out's piece");
+  return Resolved{writer, initial, {}, {}};
+}
+
+// The late readers of a swap that copies its block out: those from its swap-in on, up to
+// `until` (the next swap-out of the block, which takes the copy they read).
+Status assign_late(Context const& c, plan::Swap const& s, Resolved& r,
+                   std::optional<std::size_t> until) {
+  auto fail = [&](std::string const& why) { return swap_error(c, s, why); };
+  auto const& tasks = c.program.tasks;
   auto at = [&](std::optional<plan::PieceRef> const& p) -> std::optional<std::size_t> {
     if (!p) return std::nullopt;
     return c.position[p->op][p->piece];
   };
   auto out = at(s.out_after);
   auto in = at(s.in_before);
-  if (writer && tasks[*writer].kind == TaskKind::compute && c.position_of(tasks[*writer]) > *out)
-    return fail("it is written by " + describe(c.graph, tasks[*writer]) +
-                ", which the device's order runs after the swap-out's piece");
-  auto readers = writer ? c.readers[*writer] : c.initial_readers[*initial];
+  auto readers = r.writer ? c.readers[*r.writer] : c.initial_readers[*r.initial];
   for (TaskId reader : readers) {
     Task const& t = tasks[reader];
     if (t.kind != TaskKind::compute || t.device != s.device)
@@ -102,7 +113,7 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
                   " reads it; only blocks that no other task than the device's pieces reads can "
                   "be swapped");
     std::size_t p = c.position_of(t);
-    if (!out) continue;
+    if (!out || (until && p > *until)) continue;
     if (!in && p > *out)
       return fail(describe(c.graph, t) +
                   " reads it after its swap-out, which leaves it on the host at the step's end");
@@ -111,7 +122,44 @@ Expected<Resolved> resolve(Context const& c, plan::Swap const& s) {
                   " reads it between the swap-out and the swap-in in the device's order");
     if (in && p >= *in) r.late.push_back(reader);
   }
-  return r;
+  return Status::ok();
+}
+
+// The late readers of the blocks swapped out and in, each given to the swap that brought the copy
+// it reads: the swaps of one block that copy it out alternate (plan::validate), each taking out
+// the copy the one before brought. A block is swapped out and in, or starts the step on the host,
+// not both.
+Status assign_out_in(Context const& c, std::vector<Resolved>& resolved) {
+  auto const& swaps = c.plan.swaps;
+  auto block = [&](std::size_t k) {
+    return resolved[k].writer ? *resolved[k].writer : c.program.tasks.size() + *resolved[k].initial;
+  };
+  std::vector<std::vector<std::size_t>> chains(c.program.tasks.size() + c.program.initial.size());
+  std::vector<bool> from_host(chains.size(), false);
+  for (std::size_t k = 0; k < swaps.size(); ++k)
+    if (swaps[k].out_after)
+      chains[block(k)].push_back(k);
+    else
+      from_host[block(k)] = true;
+  auto out_at = [&](std::size_t k) {
+    return c.position[swaps[k].out_after->op][swaps[k].out_after->piece];
+  };
+  for (std::size_t b = 0; b < chains.size(); ++b) {
+    auto& ks = chains[b];
+    if (ks.empty()) continue;
+    if (from_host[b])
+      return swap_error(c, swaps[ks.front()],
+                        "another swap brings the block from the host, where it starts the step; "
+                        "a block is swapped out and in or starts the step on the host, not both");
+    std::sort(ks.begin(), ks.end(), [&](auto x, auto y) { return out_at(x) < out_at(y); });
+    for (std::size_t i = 0; i < ks.size(); ++i) {
+      std::optional<std::size_t> until;
+      if (i + 1 < ks.size()) until = out_at(ks[i + 1]);
+      if (i > 0) resolved[ks[i]].previous = ks[i - 1];
+      CLEAVE_CHECK_OK(assign_late(c, swaps[ks[i]], resolved[ks[i]], until));
+    }
+  }
+  return Status::ok();
 }
 
 // The readers of the blocks that start the step on the host, each given to the swap that brings
@@ -193,24 +241,28 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
   std::vector<std::vector<std::size_t>> after_writer(p.tasks.size());
   std::vector<TaskId> id(p.tasks.size());
   std::vector<TaskId> first_id(swaps.size());
-  auto count = [&](std::size_t k) {
-    return TaskId(swaps[k].out_after ? 1 : 0) + TaskId(swaps[k].in_before ? 1 : 0);
-  };
+  // A swap that takes out a copy another brought comes just after that one's tasks.
+  std::vector<std::optional<std::size_t>> following(swaps.size());
+  for (std::size_t k = 0; k < swaps.size(); ++k)
+    if (resolved[k].previous) following[*resolved[k].previous] = k;
   TaskId next = 0;
-  for (std::size_t k = 0; k < swaps.size(); ++k) {
-    if (resolved[k].writer) {
-      after_writer[*resolved[k].writer].push_back(k);
-      continue;
+  auto place = [&](std::size_t k) {
+    for (std::optional<std::size_t> f = k; f; f = following[*f]) {
+      first_id[*f] = next;
+      next += TaskId(swaps[*f].out_after ? 1 : 0) + TaskId(swaps[*f].in_before ? 1 : 0);
     }
-    first_id[k] = next;
-    next += count(k);
+  };
+  for (std::size_t k = 0; k < swaps.size(); ++k) {
+    if (resolved[k].previous) continue;
+    if (resolved[k].writer)
+      after_writer[*resolved[k].writer].push_back(k);
+    else
+      place(k);
   }
   for (TaskId i = 0; i < p.tasks.size(); ++i) {
     id[i] = next++;
-    for (auto k : after_writer[i]) {
-      first_id[k] = next;
-      next += count(k);
-    }
+    for (auto k : after_writer[i])
+      place(k);
   }
   Program q;
   q.num_devices = p.num_devices;
@@ -239,7 +291,11 @@ Program with_swaps(Context const& c, std::vector<Resolved> const& resolved) {
     if (s.out_after) {
       Task& out = q.tasks[out_id] = copy;
       out.kind = TaskKind::swap_out;
-      if (writer) out.deps = {id[*writer]};
+      // It copies the copy the previous swap brought, else the block itself.
+      if (auto const& previous = resolved[k].previous)
+        out.deps = {first_id[*previous] + 1};
+      else if (writer)
+        out.deps = {id[*writer]};
       q.ordering.push_back({out_id, id[c.task_of(*s.out_after)]});
       if (s.out_before) q.ordering.push_back({id[c.task_of(*s.out_before)], out_id});
     }
@@ -442,23 +498,11 @@ Status apply_schedule(ir::Graph const& graph, plan::Plan const& plan, Program& p
         c.readers[d].push_back(i);
     c.initial_readers = initial_readers(graph, program);
     std::vector<Resolved> resolved;
-    // Per task, then per block held before the step: swapped out and in, or brought from the
-    // host (which several swaps may do).
-    enum class Swapped : std::uint8_t { no, out_in, from_host };
-    std::vector<Swapped> swapped(program.tasks.size() + program.initial.size(), Swapped::no);
     for (auto const& s : plan.swaps) {
       CLEAVE_TRY(Resolved r, resolve(c, s));
-      std::size_t block = r.writer ? *r.writer : program.tasks.size() + *r.initial;
-      auto kind = s.out_after ? Swapped::out_in : Swapped::from_host;
-      if (swapped[block] == Swapped::out_in ||
-          (swapped[block] != Swapped::no && kind != swapped[block]))
-        return Error(ErrorCode::invalid_argument, "the plan swaps tensor '" +
-                                                      graph.tensor(s.tensor).name + "' " +
-                                                      tdl::box_to_string(s.region) + " on device " +
-                                                      std::to_string(s.device) + " twice");
-      swapped[block] = kind;
       resolved.push_back(std::move(r));
     }
+    CLEAVE_CHECK_OK(assign_out_in(c, resolved));
     CLEAVE_CHECK_OK(assign_from_host(c, resolved));
     scheduled = with_swaps(c, resolved);
     CLEAVE_CHECK_OK(check_periodic(c, scheduled));

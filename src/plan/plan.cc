@@ -84,16 +84,23 @@ Status validate_pools(Plan const& plan) {
   return Status::ok();
 }
 
+Error swap_error(ir::Graph const& graph, Swap const& swap, std::string const& why) {
+  std::string name = swap.tensor.value() < graph.num_tensors()
+                         ? "'" + graph.tensor(swap.tensor).name + "'"
+                         : std::to_string(swap.tensor.value());
+  return Error(ErrorCode::invalid_argument, "the swap of tensor " + name + " " +
+                                                tdl::box_to_string(swap.region) + " on device " +
+                                                std::to_string(swap.device) + ": " + why);
+}
+
+std::size_t order_position(Plan const& plan, int device, PieceRef r) {
+  auto const& order = plan.order[static_cast<std::size_t>(device)];
+  return static_cast<std::size_t>(std::find(order.begin(), order.end(), r) - order.begin());
+}
+
 // Checks a swap against the graph and the (validated) orders.
 Status validate_swap(Plan const& plan, ir::Graph const& graph, Swap const& swap) {
-  auto fail = [&](std::string const& why) {
-    std::string name = swap.tensor.value() < graph.num_tensors()
-                           ? "'" + graph.tensor(swap.tensor).name + "'"
-                           : std::to_string(swap.tensor.value());
-    return Error(ErrorCode::invalid_argument, "the swap of tensor " + name + " " +
-                                                  tdl::box_to_string(swap.region) + " on device " +
-                                                  std::to_string(swap.device) + ": " + why);
-  };
+  auto fail = [&](std::string const& why) { return swap_error(graph, swap, why); };
   if (swap.tensor.value() >= graph.num_tensors()) return fail("the graph has no such tensor");
   auto const& shape = graph.tensor(swap.tensor).type.shape;
   bool inside = swap.region.size() == shape.size();
@@ -140,6 +147,39 @@ Status validate_swap(Plan const& plan, ir::Graph const& graph, Swap const& swap)
       return fail("its swap-out is awaited by op " + std::to_string(swap.out_before->op) +
                   " piece " + std::to_string(swap.out_before->piece) +
                   ", which is not a piece of the device after its swap-out's");
+  }
+  return Status::ok();
+}
+
+// The swaps of one block that copy it out (each checked alone): in the device's order each
+// brings it back before the next takes it out again, so that they strictly alternate.
+Status validate_swap_chains(Plan const& plan, ir::Graph const& graph) {
+  std::vector<Swap const*> outs;
+  for (auto const& s : plan.swaps)
+    if (s.out_after) outs.push_back(&s);
+  auto out_at = [&](Swap const* s) { return order_position(plan, s->device, *s->out_after); };
+  auto key = [](Swap const* s) {
+    std::vector<std::int64_t> k{s->device, s->tensor.value()};
+    for (auto const& i : s->region)
+      k.insert(k.end(), {i.lo, i.hi});
+    return k;
+  };
+  std::sort(outs.begin(), outs.end(), [&](Swap const* a, Swap const* b) {
+    return key(a) != key(b) ? key(a) < key(b) : out_at(a) < out_at(b);
+  });
+  for (std::size_t k = 1; k < outs.size(); ++k) {
+    Swap const& a = *outs[k - 1];
+    Swap const& b = *outs[k];
+    if (key(&a) != key(&b)) continue;
+    std::string again = "it swaps the block out after " + piece_text(graph, *b.out_after) +
+                        " while its swap out after " + piece_text(graph, *a.out_after);
+    if (!a.in_before)
+      return swap_error(graph, b, again + " leaves it on the host to the step's end");
+    if (order_position(plan, a.device, *a.in_before) > out_at(&b))
+      return swap_error(graph, b,
+                        again + " brings it back only before " + piece_text(graph, *a.in_before) +
+                            ": the swaps of a block must alternate, each swap-in before the next "
+                            "swap-out in the device's order");
   }
   return Status::ok();
 }
@@ -232,7 +272,7 @@ Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const&
                                                   std::to_string(total) + " pieces");
   for (auto const& swap : plan.swaps)
     CLEAVE_CHECK_OK(validate_swap(plan, graph, swap));
-  return Status::ok();
+  return validate_swap_chains(plan, graph);
 }
 
 }  // namespace cleave::plan

@@ -69,7 +69,9 @@ struct TensorFetch {
 // piece after `out_after` that does not start before the swap-out has ended: the piece that needs
 // the memory the swap-out frees (SwapAdvisor's control edge swap-out -> consumer), so that a plan
 // that fits by its swaps fits however the copies and the computation interleave. Needs the
-// device's order.
+// device's order. A copy swapped in may be swapped out again: several swaps of one block, each
+// with its `out_after` at or after the previous one's `in_before` (they strictly alternate), the
+// pieces from each `in_before` to the next `out_after` reading that swap's copy.
 //
 // A block can also start or end the step on the host (SwapAdvisor keeps parameters there between
 // iterations). Without `out_after`, the block is one the device holds before the step that starts
@@ -146,8 +148,10 @@ Plan single_device_plan(ir::Graph const& graph, ops::OpRegistry const& registry)
 // per-device orders that list every piece exactly once on its own device, per-tensor fetch
 // policies of tensors of the graph (one each), and swaps of a region inside their tensor, on a
 // device with an order that lists `out_after` before `in_before` (and `in_after`, if given, at or
-// after `out_after` and before `in_before`; `out_before`, if given, after `out_after`), and pools,
-// if given, one per device with classes in ascending object size, each with objects. Whether a
+// after `out_after` and before `in_before`; `out_before`, if given, after `out_after`; the swaps
+// of one block that copy it out alternating, each bringing it back before the next takes it
+// out), and pools, if given, one per device with classes in ascending object size, each with
+// objects. Whether a
 // swap's region is a block its device holds, and whether an order agrees with the data
 // dependencies, the lowering checks (it knows both).
 Status validate(Plan const& plan, ir::Graph const& graph, ops::OpRegistry const& registry);

@@ -562,6 +562,8 @@ class StepRun {
     }
     case TaskKind::swap_out: {
       CLEAVE_TRY(auto data, store(task.device).gather(task.tensor, task.region));
+      // A block swapped out again replaces the copy its earlier swap-out left on the host.
+      host_.free_inside(task.tensor, task.region);
       CLEAVE_CHECK_OK(host_.add(task.tensor, task.region, std::move(data), false, id));
       store(task.device).free_inside(task.tensor, task.region);
       return Status::ok();

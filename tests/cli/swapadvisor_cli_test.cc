@@ -76,6 +76,39 @@ TEST(Cli, SwapAdvisorTrainsWithWeightsStartingOnTheHost) {
   EXPECT_LE(j["devices"][0]["peak_memory_bytes"].get<std::int64_t>(), cap);
 }
 
+// A block swapped out and back twice: tests/cli/plans/mlp_swaps.json swaps each relu output out
+// after its forward reader and back before the first of its two backward readers, which run one
+// after the other in that plan's order (the linear's gradient, then the relu's). Each is swapped
+// out again after the first and back before the second: the plan lowers, simulates within the
+// cap and trains with `--check` passing, the runtime's host store taking each region twice.
+// Swaps of one block that overlap are a clear error.
+TEST(Cli, ABlockSwappedTwiceTrainsAndChecks) {
+  auto plan = nlohmann::json::parse(slurp(std::string(CLEAVE_TEST_PLANS) + "/mlp_swaps.json"));
+  auto swaps = plan["swaps"];
+  ASSERT_EQ(swaps.size(), 4u);
+  for (auto const& s : swaps) {
+    auto again = s;
+    again["out_after"] = s["in_before"];
+    again["in_before"] = {s["in_before"][0].get<int>() + 1, 0};
+    plan["swaps"].push_back(again);
+  }
+  std::string twice = write("mlp_swaps_twice.json", plan.dump());
+  Outcome simulated = cleave("simulate " + twice + " --json");
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+  EXPECT_TRUE(nlohmann::json::parse(simulated.out)["plans"][0]["violations"].empty());
+  Outcome run = cleave("run " + twice + " --check --steps 2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  auto j = nlohmann::json::parse(run.out);
+  EXPECT_TRUE(j["check"]["passed"].get<bool>());
+  EXPECT_LE(j["devices"][0]["peak_memory_bytes"].get<std::int64_t>(), 13 << 20);
+
+  // The second swap-out of relu0 before the first swap-in brought it back.
+  plan["swaps"][4]["out_after"] = swaps[0]["out_after"];
+  Outcome bad = cleave("simulate " + write("mlp_swaps_overlap.json", plan.dump()));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("the swaps of a block must alternate"), std::string::npos) << bad.err;
+}
+
 // `--swap` on Tofu's plan for two CPU devices capped at 10 MiB (each peaks at 13.0 MiB without
 // swaps): the plan written carries the swaps and order, `simulate` replays it within the cap, and
 // it trains for real with `--check` passing under the cap.

@@ -156,6 +156,92 @@ TEST(Schedule, BlocksHeldBeforeTheStepAreSwapped) {
       << bad.error().message();
 }
 
+// with_swapped_weights with each weight swapped out a second time after its first backward reader
+// and back before its next reader (the update, in the graph's order), where one follows.
+plan::Plan with_weights_swapped_twice(ir::Graph const& g, plan::Plan const& single) {
+  plan::Plan p = with_swapped_weights(g, single);
+  std::vector<std::size_t> position(g.num_ops());
+  for (std::size_t k = 0; k < p.order[0].size(); ++k)
+    position[p.order[0][k].op] = k;
+  std::vector<plan::Swap> again;
+  for (auto const& s : p.swaps) {
+    std::size_t in = position[s.in_before->op];
+    std::optional<std::size_t> next;
+    for (ir::OpId c : g.consumers(s.tensor))
+      if (position[c.value()] > in && (!next || position[c.value()] < *next))
+        next = position[c.value()];
+    if (next)
+      again.push_back(
+          {s.tensor, s.region, 0, s.in_before, p.order[0][*next], std::nullopt, std::nullopt});
+  }
+  p.swaps.insert(p.swaps.end(), again.begin(), again.end());
+  return p;
+}
+
+// A block swapped out, in, out again and in again: the second swap-out copies the first swap-in's
+// copy (its only dependency, whose block it frees), the readers up to it read that copy, those
+// after the second swap-in read the second; the program still computes the graph. Swaps of one
+// block that do not alternate are clear errors.
+TEST(Schedule, ABlockIsSwappedOutAgainAfterItsSwapIn) {
+  Mlp m;
+  plan::Plan p = with_weights_swapped_twice(m.graph, m.single);
+  std::size_t twice = p.swaps.size() - with_swapped_weights(m.graph, m.single).swaps.size();
+  ASSERT_GT(twice, 0u);
+  auto program = lower(m.graph, p, *m.registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  auto lifetimes = output_lifetimes(*program);
+  std::size_t outs = 0, chained = 0;
+  for (TaskId i = 0; i < program->tasks.size(); ++i) {
+    Task const& t = program->tasks[i];
+    if (t.kind != TaskKind::swap_out) continue;
+    ++outs;
+    if (t.deps.empty()) continue;  // the first swap-out of a weight held before the step
+    ++chained;
+    TaskId in = t.deps.at(0);
+    EXPECT_EQ(t.deps.size(), 1u);
+    EXPECT_EQ(program->tasks[in].kind, TaskKind::swap_in);
+    EXPECT_EQ(program->tasks[in].tensor, t.tensor);
+    EXPECT_TRUE(lifetimes[in].swapped);
+    // The first copy is read by its backward reader as well as copied out again.
+    EXPECT_GE(lifetimes[in].readers.size(), 2u);
+    Task const& second = program->tasks[i + 1];
+    EXPECT_EQ(second.kind, TaskKind::swap_in);
+    EXPECT_EQ(second.deps, std::vector<TaskId>{i});
+    EXPECT_FALSE(lifetimes[i + 1].readers.empty());
+    for (TaskId r : lifetimes[i + 1].readers)
+      EXPECT_NE(r, in);
+  }
+  EXPECT_EQ(outs, p.swaps.size());
+  EXPECT_EQ(chained, twice);
+  expect_computes_the_graph(m.graph, *program, *m.registry, /*seed=*/7);
+
+  // The first swap of a block swapped twice (the second swaps are listed last), and its second.
+  std::size_t k = p.swaps.size() - twice;
+  std::size_t f = 0;
+  while (p.swaps[f].tensor != p.swaps[k].tensor)
+    ++f;
+  std::vector<std::pair<std::function<void(plan::Plan&)>, std::string>> cases = {
+      // Out again before the first copy came back: the two overlap.
+      {[&](plan::Plan& q) { q.swaps[k].out_after = q.swaps[f].out_after; }, "must alternate"},
+      // The first brings it back only after the second took it out again.
+      {[&](plan::Plan& q) { q.swaps[f].in_before = q.swaps[k].in_before; }, "must alternate"},
+      {[&](plan::Plan& q) { q.swaps.push_back(q.swaps[f]); }, "must alternate"},
+      {[&](plan::Plan& q) {
+         q.swaps[f].in_before.reset();
+         q.swaps[f].in_after.reset();
+       },
+       "leaves it on the host to the step's end"},
+  };
+  for (auto const& [change, message] : cases) {
+    plan::Plan q = p;
+    change(q);
+    auto bad = lower(m.graph, q, *m.registry);
+    ASSERT_FALSE(bad.has_value()) << message;
+    EXPECT_NE(bad.error().message().find(message), std::string::npos) << message << "\n"
+                                                                      << bad.error().message();
+  }
+}
+
 // The graph's order with every block held before the step starting it on the host: brought
 // before its first reader, each weight again before its first backward reader (its first copy
 // dropped after its forward reader), and each update's output left on the host.
@@ -292,7 +378,7 @@ TEST(Schedule, BadSchedulesAreClearErrors) {
       {[](plan::Plan& p) { p.swaps[0].region[0].hi -= 1; }, "is not a block the device computes"},
       {[](plan::Plan& p) { p.swaps[0].region[0].hi += 1; }, "inside the tensor's shape"},
       {[](plan::Plan& p) { p.swaps[0].device = 1; }, "no such device"},
-      {[](plan::Plan& p) { p.swaps.push_back(p.swaps[0]); }, "twice"},
+      {[](plan::Plan& p) { p.swaps.push_back(p.swaps[0]); }, "must alternate"},
       {[&](plan::Plan& p) { p.swaps[0].in_after = p.swaps[0].in_before; },
        "it issues the swap-in after"},
       {[](plan::Plan& p) { p.swaps[0].in_before = p.order[0].back(); },
