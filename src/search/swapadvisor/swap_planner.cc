@@ -196,7 +196,9 @@ class Walk {
   // update's output that ends the step on the host goes, once nothing reads it again, first when
   // idle, else last (the op at k waits for its copy out); a block brought from the host is dropped
   // without a copy out, so it need not be idle.
-  std::optional<std::int64_t> eviction_score(std::uint32_t b, int k, int idle_threshold) const {
+  // With `again`, a copy swapped back may go out again (evict_again).
+  std::optional<std::int64_t> eviction_score(std::uint32_t b, int k, int idle_threshold,
+                                             bool again = false) const {
     constexpr std::int64_t first = std::numeric_limits<std::int64_t>::max();
     constexpr std::int64_t last = std::numeric_limits<std::int64_t>::min();
     bool idle = last_access_[b] < 0 ? k >= 1 : last_access_[b] <= k - idle_threshold;
@@ -205,7 +207,8 @@ class Walk {
       bool done = !swapped_[b] && !next_use(b, k - 1) && last_access_[b] < k;
       return done ? std::optional(idle ? first : last) : std::nullopt;
     }
-    if (swapped_[b] || pinned(b, k) || (!idle && !from_host(b))) return std::nullopt;
+    if ((swapped_[b] && !(again && copied_back(b))) || pinned(b, k) || (!idle && !from_host(b)))
+      return std::nullopt;
     if (from_host(b) && brought_for_[b] > k) return std::nullopt;  // not yet read
     auto next = next_use(b, k);
     if (!next) return std::nullopt;  // stays to the end of the step: nothing reads it again
@@ -224,7 +227,8 @@ class Walk {
   // WResNet-152-2 that stalled one op 0.28 s of a 1.80 s step; evicting among the blocks that
   // make the room, the step takes 1.64 s (1.635 s with copies out in the order their room is
   // needed, below), against LRU's 1.66 s.
-  std::optional<std::uint32_t> victim_for(std::uint32_t t, int k, int idle_threshold) const {
+  std::optional<std::uint32_t> victim_for(std::uint32_t t, int k, int idle_threshold,
+                                          bool again = false) const {
     std::int64_t need = used_[home_[t]] + units(t) - limit_[home_[t]];
     auto candidate = [&](std::uint32_t b) {
       return resident_[b] && home_[b] == home_[t] && b != t;
@@ -233,12 +237,12 @@ class Walk {
     for (std::uint32_t b = 0; b < model_.bytes.size() && r_.eviction == Eviction::belady && !whole;
          ++b)
       whole = candidate(b) && copied_back(b) && units(b) >= need &&
-              eviction_score(b, k, idle_threshold);
+              eviction_score(b, k, idle_threshold, again);
     std::optional<std::uint32_t> victim;
     std::int64_t best = 0;
     for (std::uint32_t b = 0; b < model_.bytes.size(); ++b) {
       if (!candidate(b) || (whole && copied_back(b) && units(b) < need)) continue;
-      auto score = eviction_score(b, k, idle_threshold);
+      auto score = eviction_score(b, k, idle_threshold, again);
       if (score && (!victim || *score > best)) {
         victim = b;
         best = *score;
@@ -250,7 +254,12 @@ class Walk {
   // Room for block t, evicting blocks of its class as needed; t is held from k
   // on (from 0 when k is -1, the step's start). Where no block has been idle for the threshold,
   // one idle for a single op goes: the threshold only gives copies out time to run (the op at k
-  // waits for its copy out either way), so it must not leave a step without a plan.
+  // waits for its copy out either way), so it must not leave a step without a plan. Where no
+  // block can go otherwise, a copy swapped back goes out again, by the same rule among those
+  // idle for one op (a block swapped more than once, plan::Swap): in a pool, a class's objects
+  // fill with copies brought back for readers spread apart (WResNet-152-10, BRNN-4-8K and the
+  // wide Inception-v4 found no pool otherwise). Only there, so that every plan the walk found
+  // before stays as it was.
   Status allocate(std::uint32_t t, int k) {
     int at = std::max(k, 0);
     while (!has_room(t)) {
@@ -259,7 +268,8 @@ class Walk {
       if (!victim) {
         if (!model_.held_on_host && drop_dead(home_[t], at)) continue;
         if (model_.held_on_host && (hurry_home(home_[t], at) || unbring(home_[t], at))) continue;
-        return no_room(t, at);
+        victim = victim_for(t, at, 1, /*again=*/true);
+        if (!victim) return no_room(t, at);
       }
       free(*victim, at - 1);
       if (from_host(*victim)) continue;  // dropped: brought again for its next use
@@ -304,9 +314,10 @@ class Walk {
       swaps_.push_back({d, -1, -1, k, use});
       return Status::ok();
     }
-    auto s = std::find_if(swaps_.begin(), swaps_.end(),
+    // Its latest swap: a copy swapped back may have gone out again.
+    auto s = std::find_if(swaps_.rbegin(), swaps_.rend(),
                           [&](PendingSwap const& p) { return p.block == d; });
-    CLEAVE_ASSERT(s != swaps_.end() && s->in_before == use, "a block read after it left");
+    CLEAVE_ASSERT(s != swaps_.rend() && s->in_before == use, "a block read after it left");
     s->in_after = k;
     return Status::ok();
   }
@@ -394,8 +405,7 @@ class Walk {
     return Error(ErrorCode::invalid_argument,
                  "no room at position " + std::to_string(k) + " of the schedule for a block of " +
                      format_bytes(Bytes(model_.bytes[t])) + " " + whose + ": " + what +
-                     " with blocks read by this op or the next, brought back already (a block "
-                     "is swapped once) or kept to the step's end");
+                     " with blocks read by this op or the next or kept to the step's end");
   }
 
   // The second pass: each copy back issued at the earliest position from its swap-out's on where

@@ -10,10 +10,12 @@
 // Belady's rule evicts the block whose next use is furthest, among blocks idle for at least
 // `idle_threshold` positions, so that the copy out has had time to run, and among those that make
 // the room alone where one does (a block copied out for less than the room waits on the copy
-// engine for a small gain); LRU evicts the least recently used. Copies out are issued in the
-// order their room is needed (the copy engine runs them in the order they become ready). A second
-// pass issues each copy back as early as the memory it takes is free over the positions before
-// its use (swaps start as early as their dependencies and memory allow).
+// engine for a small gain); LRU evicts the least recently used. Where no block can go otherwise,
+// a copy swapped back goes out again by the same rule (a block swapped more than once, its swaps
+// alternating: plan::Swap). Copies out are issued in the order their room is needed (the copy
+// engine runs them in the order they become ready). A second pass issues each copy back as early
+// as the memory it takes is free over the positions before its use (swaps start as early as their
+// dependencies and memory allow).
 //
 // Blocks held before the step (weights, optimizer state, inputs) are on the device from the step's
 // start and stay there unless evicted like any other block; the copy swapped back is freed after
