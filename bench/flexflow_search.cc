@@ -1,9 +1,9 @@
 // FlexFlow's search speed (issue 15): the same MCMC (same seed, same proposals, the same plan)
 // priced by the delta simulator and by full simulation (lower + predict, as FlexFlow's public
 // code does), proposals per second over the chains and time to the final plan (when the best plan
-// was found, counted from the search's start), beside the paper's delta search; and when the first start was
-// priced (every start's plan built, Tofu's search included). A second row per case runs the
-// paper's starts (data-parallel, expert and random: `tofu_start=off`), delta only. Then what a
+// was found, counted from the search's start), beside the paper's delta search; and when the first
+// start was priced (every start's plan built, Tofu's search included). A second row per case runs
+// the paper's starts (data-parallel, expert and random: `tofu_start=off`), delta only. Then what a
 // rejected proposal costs: DeltaSimulator::undo against a second apply of the old configuration,
 // on random proposals from the data-parallel plan (--samples of them, 40 by default), and what
 // MCMC's pricing of one costs (stopped once it is sure to be rejected).
@@ -63,9 +63,8 @@ Run run_search(search::SearchContext ctx, std::int64_t proposals, std::string co
     for (auto [t, step] : course.best)
       std::fprintf(stderr, "  %.3f s: %.6f s\n", t, step);
   }
-  double rate = ticks.size() > 1 ? static_cast<double>(ticks.size() - 1) /
-                                       (ticks.back() - ticks.front())
-                                 : 0;
+  double rate =
+      ticks.size() > 1 ? static_cast<double>(ticks.size() - 1) / (ticks.back() - ticks.front()) : 0;
   return {rate, course.best.back().first, course.best.back().second, course.best.front().first,
           course.iterations};
 }
