@@ -66,11 +66,20 @@ def pair(v):
     return list(v) if isinstance(v, list) else [v, v]
 
 
-def conv_padding(attrs):
+def conv_padding(attrs, x_shape, y_shape, kernel):
+    """The symmetric padding torch takes for cleave's: where cleave pads asymmetrically (top,
+    left, bottom, right: TF's SAME at stride 2), per axis whichever of the two sides gives the
+    piece's own output size (the time differs by a row of zeros, the shapes agree)."""
     p = pair(attrs.get("padding", [0, 0]))
-    if len(p) == 4:  # (top, left, bottom, right): torch takes symmetric padding only
-        return [p[0], p[1]]
-    return p
+    if len(p) != 4:
+        return p
+    stride = pair(attrs.get("stride", 1))
+    out = []
+    for d in range(2):
+        n, m, k, s = x_shape[2 + d], y_shape[2 + d], kernel[d], stride[d]
+        fits = [v for v in (p[d], p[d + 2]) if (n + 2 * v - k) // s + 1 == m]
+        out.append(fits[0] if fits else p[d])
+    return out
 
 
 # ---- tensors of a piece's regions
@@ -96,14 +105,16 @@ def out_dtype(piece):
 
 def t_conv2d(p, a):
     x, w = inputs_of(p)
-    s, pad, g = pair(a.get("stride", 1)), conv_padding(a), a.get("groups", 1)
+    pad = conv_padding(a, x.shape, p["output"]["shape"], w.shape[2:])
+    s, g = pair(a.get("stride", 1)), a.get("groups", 1)
     return (lambda: F.conv2d(x, w, None, s, pad, 1, g)), "faithful"
 
 
 def t_conv2d_grad_input(p, a):
     dy, w = inputs_of(p)
     x = rand(p["output"]["shape"], p["output"]["dtype"])
-    s, pad, g = pair(a.get("stride", 1)), conv_padding(a), a.get("groups", 1)
+    pad = conv_padding(a, x.shape, dy.shape, w.shape[2:])
+    s, g = pair(a.get("stride", 1)), a.get("groups", 1)
     return (lambda: torch.ops.aten.convolution_backward(
         dy, x, w, None, s, pad, [1, 1], False, [0, 0], g, [True, False, False])), "faithful"
 
@@ -111,7 +122,8 @@ def t_conv2d_grad_input(p, a):
 def t_conv2d_grad_weight(p, a):
     dy, x = inputs_of(p)
     w = rand(p["output"]["shape"], p["output"]["dtype"])
-    s, pad, g = pair(a.get("stride", 1)), conv_padding(a), a.get("groups", 1)
+    pad = conv_padding(a, x.shape, dy.shape, w.shape[2:])
+    s, g = pair(a.get("stride", 1)), a.get("groups", 1)
     return (lambda: torch.ops.aten.convolution_backward(
         dy, x, w, None, s, pad, [1, 1], False, [0, 0], g, [False, True, False])), "faithful"
 
@@ -256,19 +268,84 @@ def t_global_avg_pool_grad(p, a):
     return (lambda: torch.ops.aten._adaptive_avg_pool2d_backward(dy, x)), "faithful"
 
 
+def pool_args(a, x_shape, y_shape):
+    k = pair(a["kernel"])
+    return k, pair(a.get("stride", a["kernel"])), conv_padding(a, x_shape, y_shape, k)
+
+
 def t_max_pool2d(p, a):
     x, = inputs_of(p)
-    k, s, pad = pair(a["kernel"]), pair(a.get("stride", a["kernel"])), conv_padding(a)
+    k, s, pad = pool_args(a, x.shape, p["output"]["shape"])
     return (lambda: F.max_pool2d(x, k, s, pad)), "faithful"
 
 
 def t_max_pool2d_grad(p, a):
     x = rand(p["inputs"][0]["shape"], p["inputs"][0]["dtype"])
-    k, s, pad = pair(a["kernel"]), pair(a.get("stride", a["kernel"])), conv_padding(a)
+    k, s, pad = pool_args(a, x.shape, p["inputs"][1]["shape"])
     y, idx = F.max_pool2d(x, k, s, pad, return_indices=True)
     dy = torch.randn_like(y)
     return (lambda: torch.ops.aten.max_pool2d_with_indices_backward(
         dy, x, k, s, pad, [1, 1], False, idx)), "faithful"
+
+
+def t_avg_pool2d(p, a):
+    x, = inputs_of(p)
+    k, s, pad = pool_args(a, x.shape, p["output"]["shape"])
+    inc = bool(a.get("count_include_pad", 1))
+    return (lambda: F.avg_pool2d(x, k, s, pad, False, inc)), "faithful"
+
+
+def t_avg_pool2d_grad(p, a):
+    x = rand(a["input_shape"], p["inputs"][0]["dtype"])
+    k, s, pad = pool_args(a, x.shape, p["inputs"][0]["shape"])
+    inc = bool(a.get("count_include_pad", 1))
+    dy = torch.randn_like(F.avg_pool2d(x, k, s, pad, False, inc))
+    return (lambda: torch.ops.aten.avg_pool2d_backward(
+        dy, x, k, s, pad, False, inc, None)), "faithful"
+
+
+def t_concat(p, a):
+    xs = inputs_of(p)
+    axis = a.get("axis", 0)
+    return (lambda: torch.cat(xs, axis)), "faithful"
+
+
+def slices_of(a, rank):
+    index = [slice(None)] * rank
+    for axis, b, e in zip(a["axes"], a["starts"], a["ends"]):
+        index[axis] = slice(b, e)
+    return tuple(index)
+
+
+def t_slice(p, a):
+    # cleave's slice makes a new tensor (a copy), as the runtime runs it; PyTorch would make a
+    # view where the next op can read one.
+    x, = inputs_of(p)
+    index = slices_of(a, x.dim())
+    return (lambda: x[index].clone()), "faithful"
+
+
+def t_slice_grad(p, a):
+    # PyTorch's slice_backward: zeros of the input's shape, then the gradient copied in.
+    dy, = inputs_of(p)
+    index = slices_of(a, len(a["input_shape"]))
+
+    def run():
+        dx = dy.new_zeros(a["input_shape"])
+        dx[index] = dy
+        return dx
+    return run, "faithful"
+
+
+def t_pad(p, a):
+    # cleave's pads are ONNX's (every axis's begin, then every axis's end); F.pad takes
+    # (begin, end) pairs from the last axis back.
+    x, = inputs_of(p)
+    pads, rank = a["pads"], x.dim()
+    torch_pads = []
+    for axis in reversed(range(rank)):
+        torch_pads += [pads[axis], pads[axis + rank]]
+    return (lambda: F.pad(x, torch_pads)), "faithful"
 
 
 def t_cross_entropy(p, a):
@@ -350,6 +427,8 @@ TIMERS = {
     "bn_apply_grad_gamma": t_bn_apply_grad_gamma,
     "global_avg_pool": t_global_avg_pool, "global_avg_pool_grad": t_global_avg_pool_grad,
     "max_pool2d": t_max_pool2d, "max_pool2d_grad": t_max_pool2d_grad,
+    "avg_pool2d": t_avg_pool2d, "avg_pool2d_grad": t_avg_pool2d_grad, "concat": t_concat,
+    "slice": t_slice, "slice_grad": t_slice_grad, "pad": t_pad,
     "cross_entropy": t_cross_entropy, "cross_entropy_grad": t_cross_entropy_grad,
     "embedding": t_embedding, "embedding_grad": t_embedding_grad, "fill": t_fill,
     "sgd_momentum": t_elementwise(lambda a, v, g: torch.add(g, v, alpha=a.get("momentum", 0.9))),
@@ -541,6 +620,13 @@ def make_model(name):
             x = x.contiguous(memory_format=torch.channels_last)
         y = torch.randint(0, 1000, (batch,), device=dev)
         return model, lambda: F.cross_entropy(model(x).float(), y), batch
+    if name.startswith("nasnetalarge"):  # timm's NASNet-A Large (6 @ 4032), 331x331
+        import timm
+        batch = int(name.split("_b")[-1])
+        model = timm.create_model("nasnetalarge", pretrained=False).to(dev)
+        x = torch.randn(batch, 3, 331, 331, device=dev)
+        y = torch.randint(0, 1000, (batch,), device=dev)
+        return model, lambda: F.cross_entropy(model(x).float(), y), batch
     if name.startswith("gpt2"):
         cfg = dict(layers=12, hidden=768, heads=12, seq=1024, vocab=50257, gpt=True)
     else:
@@ -609,8 +695,10 @@ STEP_MODELS = ["resnet50_b256", "resnet50_nhwc_b256", "gpt2_b8", "bertlarge_b8"]
 def time_steps(deadline):
     results = {"source": source_text(), "steps": []}
     models = STEP_MODELS if ARGS.device == "cuda" else ["resnet50_b2", "gpt2_b1", "bertlarge_b1"]
+    if ARGS.step_models:
+        models = ARGS.step_models.split(",")
     for name in models:
-        for precision in ("amp-bf16", "tf32"):
+        for precision in ARGS.step_precisions.split(","):
             if time.time() > deadline:
                 results["steps"].append({"model": name, "precision": precision,
                                          "error": "the run's time budget ran out"})
@@ -639,6 +727,10 @@ def main():
     ap.add_argument("--steps-budget-s", type=float, default=130)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--step-models", default="",
+                    help="comma-separated steps to time instead of the default ones "
+                         "(" + ",".join(STEP_MODELS) + ", nasnetalarge_bN)")
+    ap.add_argument("--step-precisions", default="amp-bf16,tf32")
     ap.add_argument("--step-warmup", type=int, default=3)
     ap.add_argument("--step-reps", type=int, default=10)
     ap.add_argument("--limit", type=int, default=0, help="time only the first N pieces")

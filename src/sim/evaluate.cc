@@ -98,11 +98,13 @@ Expected<Evaluation> evaluate(EvaluationContext const& ctx) {
   {  // the per-task timings and index, freed before the memory explanation's per-task blocks
     auto costs = collective_costs(e.program, ctx.graph, ctx.cost);
     auto timings = timings_of(e.program, ctx.graph, ctx.cost, costs);
-    auto sim = simulate(e.program, timings, resources_of(cluster));
+    // Only what summarize reads of the timings outlives the event loop's copy of them (issue 21).
+    auto compute = compute_times(e.program, timings);
+    auto sim = simulate(e.program, std::move(timings), resources_of(cluster));
     // Built once the event loop's arrays are freed, not beside them (issue 21).
     auto index = index_of(ctx.graph, e.program);
-    e.prediction = summarize(ctx.graph, e.program, ctx.cost, costs, timings, std::move(sim),
-                             ctx.samples_per_step, &index);
+    e.prediction = summarize(ctx.graph, e.program, ctx.cost, costs, std::move(compute),
+                             std::move(sim), ctx.samples_per_step, &index);
     times = device_times(e.program, index, e.prediction.sim);
   }
   trim_heap(e.program);  // the simulation's freed lists, before the memory explanation's

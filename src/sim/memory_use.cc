@@ -92,13 +92,18 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
   }
   use.blocks.reserve(program.initial.size() + tasks.size());
   for (auto const& b : program.initial) {
-    auto id = add_block({b.tensor, &b.region, bytes_of(b.tensor, b.region),
-                         role_of(graph.tensor(b.tensor).role), b.device, held_before_step});
+    auto id = add_block({&b.region, bytes_of(b.tensor, b.region), b.tensor, b.device,
+                         held_before_step, role_of(graph.tensor(b.tensor).role)});
     // One that starts on the host takes no device memory: its swap-ins are the step's blocks.
     if (!b.on_host)
       use.events[static_cast<std::size_t>(b.device)].push_back({0.0, use.blocks[id].bytes, id});
   }
-  std::vector<std::uint32_t> block_of_task(tasks.size(), 0);
+  // Only a swap-out reads a task's block (the one it frees): the list is kept only where there
+  // are swap-outs (issue 21: 4 bytes a task under the explanation's peak otherwise).
+  bool swaps = std::any_of(tasks.begin(), tasks.end(), [](lower::Task const& t) {
+    return t.kind == lower::TaskKind::swap_out;
+  });
+  std::vector<std::uint32_t> block_of_task(swaps ? tasks.size() : 0, 0);
   for (lower::TaskId i = 0; i < tasks.size(); ++i) {
     auto const& t = tasks[i];
     auto& on = use.events[static_cast<std::size_t>(t.device)];
@@ -106,14 +111,14 @@ MemoryUse memory_use(ir::Graph const& graph, lower::Program const& program,
     if (t.kind == lower::TaskKind::swap_out) {
       std::int64_t freed = freed_by_swap_out(program, i, block_of_task);
       auto block = freed >= 0 ? static_cast<std::uint32_t>(freed)
-                              : add_block({t.tensor, &t.region, size,
-                                           role_of(graph.tensor(t.tensor).role), t.device, i});
+                              : add_block({&t.region, size, t.tensor, t.device, i,
+                                           role_of(graph.tensor(t.tensor).role)});
       block_of_task[i] = block;
       on.push_back({spans[i].end, -size, block});
       continue;
     }
-    auto block = add_block({t.tensor, &t.region, size, role_of(t, graph), t.device, i});
-    block_of_task[i] = block;
+    auto block = add_block({&t.region, size, t.tensor, t.device, i, role_of(t, graph)});
+    if (swaps) block_of_task[i] = block;
     on.push_back({spans[i].start, size, block});
     if (frees(i)) on.push_back({last_read[i], -size, block});
   }
@@ -142,34 +147,37 @@ void walk(std::vector<BlockEvent> const& events, DeviceMemory& out, std::size_t&
   }
 }
 
-// What is live after the events up to `peak_event`, by role and its largest blocks. `live`: per
-// block, zero before and after (one list for every device: a list per device would make the work
-// grow with devices times blocks).
+// What is live after the events up to `peak_event`, by role and its largest blocks: those events
+// by block, summed. (A per-block array for every device was 8 bytes a task under the explanation's
+// peak, issue 21; a device's own events are far fewer.)
 void live_at_peak(ir::Graph const& graph, MemoryUse const& use,
                   std::vector<BlockEvent> const& events, std::size_t peak_event,
-                  std::size_t largest, DeviceMemory& out, std::vector<std::int64_t>& live) {
-  std::vector<std::uint32_t> touched;
+                  std::size_t largest, DeviceMemory& out) {
+  std::vector<std::pair<std::uint32_t, std::int64_t>> live;  // (block, bytes)
   for (std::size_t e = 0; e <= peak_event && e < events.size(); ++e) {
-    if (live[events[e].block] == 0) touched.push_back(events[e].block);
-    live[events[e].block] += events[e].bytes;
+    live.emplace_back(events[e].block, events[e].bytes);
     out.peak_by_role[static_cast<std::size_t>(use.blocks[events[e].block].role)] += events[e].bytes;
   }
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  std::erase_if(touched, [&](std::uint32_t b) { return live[b] <= 0; });
-  auto by_size = [&](std::uint32_t a, std::uint32_t b) {
-    return live[a] != live[b] ? live[a] > live[b] : a < b;
-  };
-  std::size_t n = std::min(largest, touched.size());
-  std::partial_sort(touched.begin(), touched.begin() + static_cast<std::ptrdiff_t>(n),
-                    touched.end(), by_size);
-  for (std::size_t i = 0; i < n; ++i) {
-    auto const& b = use.blocks[touched[i]];
-    out.largest_at_peak.push_back(
-        {graph.tensor(b.tensor).name, *b.region, live[touched[i]], b.role});
+  std::sort(live.begin(), live.end(),
+            [](auto const& a, auto const& b) { return a.first < b.first; });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < live.size();) {
+    auto [block, bytes] = live[i];
+    for (++i; i < live.size() && live[i].first == block; ++i)
+      bytes += live[i].second;
+    if (bytes > 0) live[kept++] = {block, bytes};
   }
-  for (std::size_t e = 0; e <= peak_event && e < events.size(); ++e)
-    live[events[e].block] = 0;
+  live.resize(kept);
+  auto by_size = [](auto const& a, auto const& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  std::size_t n = std::min(largest, live.size());
+  std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(n), live.end(),
+                    by_size);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto const& b = use.blocks[live[i].first];
+    out.largest_at_peak.push_back({graph.tensor(b.tensor).name, *b.region, live[i].second, b.role});
+  }
 }
 
 }  // namespace
@@ -177,13 +185,11 @@ void live_at_peak(ir::Graph const& graph, MemoryUse const& use,
 std::vector<DeviceMemory> device_memory(ir::Graph const& graph, MemoryUse const& use,
                                         cluster::Cluster const& cluster, std::size_t largest) {
   std::vector<DeviceMemory> out(use.events.size());
-  std::vector<std::int64_t> live(use.blocks.size(), 0);
   for (std::size_t d = 0; d < use.events.size(); ++d) {
     out[d].capacity_bytes = cluster.devices()[d].memory.value();
     std::size_t peak_event = 0;
     walk(use.events[d], out[d], peak_event);
-    if (out[d].peak_bytes > 0)
-      live_at_peak(graph, use, use.events[d], peak_event, largest, out[d], live);
+    if (out[d].peak_bytes > 0) live_at_peak(graph, use, use.events[d], peak_event, largest, out[d]);
   }
   return out;
 }

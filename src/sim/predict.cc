@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <span>
 #include <utility>
 
 #include "lower/lifetime.h"
@@ -366,6 +367,30 @@ class MemoryEvents {
   double scale_;
 };
 
+// Items 0..n-1 grouped by device(i), ascending within each: device d's are
+// order[first[d]] .. order[first[d + 1]] (a counting sort).
+struct ByDevice {
+  std::vector<std::uint32_t> first, order;
+  std::span<std::uint32_t const> operator[](std::size_t d) const {
+    return {order.data() + first[d], order.data() + first[d + 1]};
+  }
+};
+
+template <typename DeviceOf>
+ByDevice by_device(std::size_t devices, std::size_t n, DeviceOf const& device) {
+  ByDevice out;
+  out.first.assign(devices + 1, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    ++out.first[static_cast<std::size_t>(device(i)) + 1];
+  for (std::size_t d = 0; d < devices; ++d)
+    out.first[d + 1] += out.first[d];
+  out.order.resize(n);
+  std::vector<std::uint32_t> fill(out.first.begin(), out.first.end() - 1);
+  for (std::size_t i = 0; i < n; ++i)
+    out.order[fill[static_cast<std::size_t>(device(i))]++] = static_cast<std::uint32_t>(i);
+  return out;
+}
+
 // Memory over the simulated order, by the rule lower::output_lifetimes states (the runtime's
 // arenas free blocks by the same rule): blocks held before the step persist; a task's output lives
 // from its start until the last task reading it ends (or to the end of the step if none does); a
@@ -375,37 +400,12 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
                 cluster::Cluster const& c, TaskIndex const& index) {
   auto devices = static_cast<std::size_t>(program.num_devices);
   auto const& tasks = program.tasks;
-  // About four events to a bucket.
-  std::size_t buckets =
-      (2 * tasks.size() + program.initial.size()) / (4 * std::max<std::size_t>(devices, 1)) + 1;
-  std::vector<MemoryEvents> events(devices, MemoryEvents(buckets, p.sim.step_seconds));
-  // At most two events per task and one per block held before the step: reserved, as growing
-  // the lists moved every event several times.
-  std::vector<std::size_t> most(devices, 0);
-  for (auto const& t : index.facts)
-    most[static_cast<std::size_t>(t.device)] += 2;
-  for (auto const& b : program.initial)
-    ++most[static_cast<std::size_t>(b.device)];
-  for (std::size_t d = 0; d < devices; ++d)
-    events[d].reserve(most[d]);
-  for (auto const& b : program.initial)
-    if (!b.on_host)
-      events[static_cast<std::size_t>(b.device)].add(0.0, bytes_of(graph, b.tensor, b.region),
-                                                     true);
   // One pass from the last task back: a task's readers come after it, so its last use and
-  // whether a swap-out copies it are known when it is reached. (The events' order before sorting
-  // does not matter.)
+  // whether a swap-out copies it are known when it is reached.
   std::vector<double> last_use(tasks.size(), -1);
   std::vector<bool> swapped(tasks.size(), false);
   for (std::size_t i = tasks.size(); i-- > 0;) {
     auto const& t = index.facts[i];
-    auto& on = events[static_cast<std::size_t>(t.device)];
-    if (t.kind == lower::TaskKind::swap_out) {
-      on.add(p.sim.spans[i].end, t.output_bytes, false);
-    } else {
-      on.add(p.sim.spans[i].start, t.output_bytes, true);
-      if (last_use[i] >= 0 && !swapped[i]) on.add(last_use[i], t.output_bytes, false);
-    }
     for (auto k = index.deps.first[i]; k < index.deps.first[i + 1]; ++k) {
       auto dep = index.deps.deps[k];
       last_use[dep] = std::max(last_use[dep], p.sim.spans[i].end);
@@ -414,9 +414,36 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
       if (copied) swapped[dep] = true;
     }
   }
+  // Then one device's events at a time: every device's at once were two events (32 bytes) a task,
+  // the largest list under summarize's peak at 1,024 devices (issue 21). The events' order before
+  // sorting does not matter.
+  auto task_on =
+      by_device(devices, tasks.size(), [&](std::size_t i) { return index.facts[i].device; });
+  auto block_on = by_device(devices, program.initial.size(),
+                            [&](std::size_t b) { return program.initial[b].device; });
+  // About four events to a bucket.
+  std::size_t buckets =
+      (2 * tasks.size() + program.initial.size()) / (4 * std::max<std::size_t>(devices, 1)) + 1;
   std::vector<MemoryEvent> scratch;
   for (std::size_t d = 0; d < devices; ++d) {
-    std::int64_t peak = events[d].peak(scratch);
+    MemoryEvents events(buckets, p.sim.step_seconds);
+    // At most two events per task and one per block held before the step: reserved, as growing
+    // the list moved every event several times.
+    events.reserve(2 * task_on[d].size() + block_on[d].size());
+    for (auto b : block_on[d]) {
+      auto const& block = program.initial[b];
+      if (!block.on_host) events.add(0.0, bytes_of(graph, block.tensor, block.region), true);
+    }
+    for (auto i : task_on[d]) {
+      auto const& t = index.facts[i];
+      if (t.kind == lower::TaskKind::swap_out) {
+        events.add(p.sim.spans[i].end, t.output_bytes, false);
+        continue;
+      }
+      events.add(p.sim.spans[i].start, t.output_bytes, true);
+      if (last_use[i] >= 0 && !swapped[i]) events.add(last_use[i], t.output_bytes, false);
+    }
+    std::int64_t peak = events.peak(scratch);
     p.peak_memory_bytes.push_back(peak);
     std::int64_t capacity = c.devices()[d].memory.value();
     p.memory_capacity_bytes.push_back(capacity);
@@ -424,13 +451,14 @@ void add_memory(Prediction& p, ir::Graph const& graph, lower::Program const& pro
   }
 }
 
-}  // namespace
-
-Prediction summarize(ir::Graph const& graph, lower::Program const& program,
-                     cost::CostModel const& cost,
-                     std::vector<cost::CollectiveCost> const& collective_costs,
-                     Timings const& timings, SimResult sim, std::int64_t samples_per_step,
-                     TaskIndex const* index) {
+// summarize() with each compute or reduce task's (seconds, measured) from time_of(i); release()
+// frees what time_of reads before the memory explanation's per-task events.
+template <typename TimeOf, typename Release>
+Prediction summarize_with(ir::Graph const& graph, lower::Program const& program,
+                          cost::CostModel const& cost,
+                          std::vector<cost::CollectiveCost> const& collective_costs,
+                          TimeOf const& time_of, Release const& release, SimResult sim,
+                          std::int64_t samples_per_step, TaskIndex const* index) {
   TaskIndex own;
   if (!index) {
     own = index_of(graph, program);
@@ -460,9 +488,10 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   for (std::size_t i = 0; i < index->facts.size(); ++i) {
     auto const& t = index->facts[i];
     if (t.kind == lower::TaskKind::compute || (t.kind == lower::TaskKind::reduce && !t.member)) {
+      auto [seconds, measured] = time_of(i);
       ++p.priced_tasks;
-      p.measured_tasks += timings.tasks[i].measured ? 1 : 0;
-      p.device_compute_s[static_cast<std::size_t>(t.device)] += timings.tasks[i].seconds;
+      p.measured_tasks += measured ? 1 : 0;
+      p.device_compute_s[static_cast<std::size_t>(t.device)] += seconds;
     }
     if (t.kind == lower::TaskKind::transfer) p.comm_bytes += t.bytes;
     if (is_swap(t.kind)) p.swap_bytes += t.bytes;
@@ -483,8 +512,50 @@ Prediction summarize(ir::Graph const& graph, lower::Program const& program,
   }
   for (std::size_t ch = 0; ch < per_channel.size(); ++ch)
     if (used[ch]) p.link_bytes.push_back({resources[links_from + ch].name, per_channel[ch]});
+  release();
   add_memory(p, graph, program, c, *index);
   return p;
+}
+
+}  // namespace
+
+ComputeTimes compute_times(lower::Program const& program, Timings const& timings) {
+  ComputeTimes out;
+  out.seconds.assign(program.tasks.size(), 0.0);
+  out.measured.assign(program.tasks.size(), false);
+  for (std::size_t i = 0; i < program.tasks.size(); ++i) {
+    auto kind = program.tasks[i].kind;
+    if (kind != lower::TaskKind::compute && kind != lower::TaskKind::reduce) continue;
+    out.seconds[i] = timings.tasks[i].seconds;
+    out.measured[i] = timings.tasks[i].measured;
+  }
+  return out;
+}
+
+Prediction summarize(ir::Graph const& graph, lower::Program const& program,
+                     cost::CostModel const& cost,
+                     std::vector<cost::CollectiveCost> const& collective_costs,
+                     Timings const& timings, SimResult sim, std::int64_t samples_per_step,
+                     TaskIndex const* index) {
+  auto time_of = [&](std::size_t i) {
+    return std::pair{timings.tasks[i].seconds, timings.tasks[i].measured};
+  };
+  return summarize_with(
+      graph, program, cost, collective_costs, time_of, [] {}, std::move(sim), samples_per_step,
+      index);
+}
+
+Prediction summarize(ir::Graph const& graph, lower::Program const& program,
+                     cost::CostModel const& cost,
+                     std::vector<cost::CollectiveCost> const& collective_costs,
+                     ComputeTimes compute, SimResult sim, std::int64_t samples_per_step,
+                     TaskIndex const* index) {
+  auto time_of = [&](std::size_t i) {
+    return std::pair{compute.seconds[i], static_cast<bool>(compute.measured[i])};
+  };
+  return summarize_with(
+      graph, program, cost, collective_costs, time_of, [&] { compute = {}; }, std::move(sim),
+      samples_per_step, index);
 }
 
 Prediction predict(ir::Graph const& graph, lower::Program const& program,

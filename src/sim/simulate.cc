@@ -297,4 +297,12 @@ SimResult simulate(lower::Program const& program, Timings const& timings,
       .result;
 }
 
+SimResult simulate(lower::Program const& program, Timings&& timings,
+                   std::vector<Resource> const& resources) {
+  Loop loop(program, timings, resources, /*checkpoints=*/false,
+            std::numeric_limits<double>::infinity());
+  timings = {};
+  return loop.run({}, nullptr, resources).result;
+}
+
 }  // namespace cleave::sim

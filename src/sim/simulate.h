@@ -128,6 +128,10 @@ struct SimResult {
 // Simulates the program. Every node with no resource takes its duration without contention.
 SimResult simulate(lower::Program const& program, Timings const& timings,
                    std::vector<Resource> const& resources);
+// The same, freeing the timings once the event loop has copied what it reads of them, before its
+// own per-node lists (issue 21: at 1,024 devices 0.65 GiB of the loop's peak).
+SimResult simulate(lower::Program const& program, Timings&& timings,
+                   std::vector<Resource> const& resources);
 
 // The event loop behind simulate(), resumable after a prefix of a previous run (delta simulation).
 // Node ids: a task's id for a task in no collective, tasks.size() + c for collective c.

@@ -180,6 +180,88 @@ TEST(SwapAdvisor, BeladyOnTheGraphsOrderIsAtLeastLru) {
   EXPECT_LT(belady.swapped, lru.swapped);
 }
 
+// The second pass takes copies back in the order they are needed, so that those needed first take
+// the room first: on the MLP they become ready in that order (the copy engine runs them in the
+// order they become ready). Taken in the order of their evictions, a copy needed late found room
+// first and went ahead of copies needed sooner.
+TEST(SwapAdvisor, CopiesBackAreIssuedInTheOrderTheyAreNeeded) {
+  Planning s("v100x1:memory=3MiB");
+  auto ctx = s.context();
+  auto model = swapadvisor::step_model(ctx);
+  ASSERT_TRUE(model.has_value()) << model.error().to_string();
+  auto topo = s.graph.topo_order();
+  std::vector<ir::OpId> schedule(topo.begin(), topo.end());
+  std::vector<std::size_t> at(s.graph.num_ops());
+  for (std::size_t k = 0; k < schedule.size(); ++k)
+    at[schedule[k].value()] = k;
+  swapadvisor::SwapRequest request{*model, schedule, nullptr, model->allocation.capacity};
+  auto swaps = swapadvisor::plan_swaps(request);
+  ASSERT_TRUE(swaps.has_value()) << swaps.error().to_string();
+  std::vector<std::pair<std::size_t, std::size_t>> in;  // (needed at, issued after)
+  for (auto const& w : *swaps)
+    if (w.in_before && w.in_after) in.emplace_back(at[w.in_before->op], at[w.in_after->op]);
+  ASSERT_GT(in.size(), 10u);
+  std::sort(in.begin(), in.end());
+  for (std::size_t k = 1; k < in.size(); ++k)
+    EXPECT_LE(in[k - 1].second, in[k].second) << "needed at " << in[k].first;
+  EXPECT_LE(s.predict(swapadvisor::schedule_plan(ctx, schedule, *swaps)).peak_memory_bytes[0],
+            3 << 20);
+}
+
+// With updates eager, each update runs once its inputs are ready: between the last op it reads
+// from and it, only updates run. The order is topological.
+TEST(SwapAdvisor, EagerUpdatesRunOnceTheirInputsAreReady) {
+  Planning s("v100x1:memory=3MiB");
+  auto model = swapadvisor::step_model(s.context());
+  ASSERT_TRUE(model.has_value()) << model.error().to_string();
+  auto g = swapadvisor::op_graph(s.graph, *model);
+  auto topo = s.graph.topo_order();
+  auto order = swapadvisor::eager_updates(g, {topo.begin(), topo.end()});
+  ASSERT_EQ(order.size(), s.graph.num_ops());
+  std::vector<std::size_t> at(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k)
+    at[order[k].value()] = k;
+  std::size_t updates = 0;
+  for (std::size_t op = 0; op < order.size(); ++op) {
+    std::size_t ready = 0;
+    for (auto p : g.preds[op]) {
+      EXPECT_LT(at[p], at[op]);
+      ready = std::max(ready, at[p] + 1);
+    }
+    if (!g.update[op]) continue;
+    ++updates;
+    for (std::size_t k = ready; k < at[op]; ++k)
+      EXPECT_TRUE(g.update[order[k].value()]) << s.graph.op(order[k]).name;
+  }
+  EXPECT_GT(updates, 0u);
+}
+
+// WResNet-152-10 (43.4 GiB of weights and momentum, starting the step on the host; 148.5 GiB
+// without swapping) on one 16 GiB V100, updates eager, in bytes: its copies hide under its
+// computation, the step within 5% of ideal's (96.3%; the paper: 95%). Each of the planner's
+// rules for it is needed: without the updates' outputs leaving once written, about 84%; the
+// weights brought one op ahead instead of by their copies' time, about 92%; copies back taken in
+// the order of their evictions, about 83%.
+TEST(SwapAdvisor, WideResNetOnTheHostHidesItsCopies) {
+  Planning s("v100x1", "resnet:depth=152,width=10,batch=64", 64);
+  auto ctx = s.context();
+  auto model = swapadvisor::step_model(ctx);
+  ASSERT_TRUE(model.has_value()) << model.error().to_string();
+  ASSERT_TRUE(model->held_on_host);
+  auto topo = s.graph.topo_order();
+  auto schedule = swapadvisor::eager_updates(swapadvisor::op_graph(s.graph, *model),
+                                             {topo.begin(), topo.end()});
+  swapadvisor::SwapRequest request{*model, schedule, nullptr, model->allocation.capacity};
+  request.idle_threshold = 2;  // Belady's rule, as the search plans
+  auto swaps = swapadvisor::plan_swaps(request);
+  ASSERT_TRUE(swaps.has_value()) << swaps.error().to_string();
+  auto p = s.predict(swapadvisor::schedule_plan(ctx, schedule, *swaps));
+  EXPECT_TRUE(p.fits);
+  auto ideal = make_plan("ideal", s.context(1, "ideal"));
+  ASSERT_TRUE(ideal.has_value());
+  EXPECT_LE(p.step_time_s, s.predict(*ideal).step_time_s / 0.95);
+}
+
 // The walk holds a block in an object of its own size's class only, as the pool's fit then does
 // not depend on the order blocks come in: the simulated step, whose copies back run earlier and
 // whose frees come when copies end, fits every pool the walk fits. (Taking a larger class's
@@ -325,6 +407,50 @@ TEST(SwapAdvisor, HeldBlocksOverTheDeviceStartTheStepOnTheHost) {
     for (auto const& b : e->program.initial)
       EXPECT_TRUE(b.on_host);
   }
+}
+
+// Every plan the walk makes for blocks starting the step on the host lowers, on random schedules
+// and tight caps: each read of such a block has a swap bringing it before it. (Bringing blocks
+// ahead, the walk took one back for lack of room and brought it again for a later read, which
+// left the read between without a copy of its own: the lowering rejected RNN-8-8K's plans, and
+// here the simulated steps overflowed the device.)
+TEST(SwapAdvisor, EveryPlanWithBlocksOnTheHostLowers) {
+  int planned = 0;
+  struct Case {
+    std::string model;
+    std::int64_t batch;
+    std::vector<std::string> caps;  // under twice what is held before the step: on the host
+  };
+  std::vector<Case> cases = {
+      {"mlp:layers=4,hidden=512,input=512,classes=10,batch=8", 8, {"5MiB", "6MiB", "7MiB"}},
+      {"rnn:layers=2,hidden=512,steps=6,batch=16,vocab=2", 16, {"16MiB", "24MiB", "32MiB"}}};
+  for (auto const& [m, batch, caps] : cases) {
+    for (auto const& cap : caps) {
+      Planning s("v100x1:memory=" + cap, m, batch);
+      auto ctx = s.context();
+      auto model = swapadvisor::step_model(ctx);
+      ASSERT_TRUE(model.has_value()) << model.error().to_string();
+      ASSERT_TRUE(model->held_on_host) << m << " at " << cap;
+      auto g = swapadvisor::op_graph(s.graph, *model);
+      auto topo = s.graph.topo_order();
+      std::vector<ir::OpId> base(topo.begin(), topo.end());
+      Rng rng(3);
+      for (int trial = 0; trial < 12; ++trial) {
+        auto schedule = trial == 0 ? swapadvisor::eager_updates(g, base)
+                                   : swapadvisor::ready_set(g, base, 0.5, rng);
+        swapadvisor::SwapRequest request{*model, schedule, nullptr, model->allocation.capacity};
+        auto swaps = swapadvisor::plan_swaps(request);
+        if (!swaps) continue;
+        ++planned;
+        auto plan = swapadvisor::schedule_plan(ctx, schedule, *swaps);
+        auto e = sim::evaluate({s.graph, *s.registry, plan, *s.cost, s.batch});
+        ASSERT_TRUE(e.has_value())
+            << m << " at " << cap << ", trial " << trial << ": " << e.error().to_string();
+        EXPECT_TRUE(e->violations.empty()) << m << " at " << cap << ", trial " << trial;
+      }
+    }
+  }
+  EXPECT_GT(planned, 20);
 }
 
 TEST(SwapAdvisor, ImpossibleCapsAndBadOptionsAreClearErrors) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lower/schedule.h"
 #include "sim/evaluate.h"
 #include "support/assert.h"
 #include "support/format_bytes.h"
@@ -17,17 +18,7 @@ class Genetic {
  public:
   Genetic(SearchContext const& ctx, StepModel const& model, GeneticOptions const& options)
       : ctx_(ctx), model_(model), opt_(options), rng_(ctx.rng()), clock_(ctx),
-        rate_(double(options.mutation_percent) / 100) {
-    std::size_t n = model.task_of_op.size();
-    preds_.resize(n);
-    succs_.resize(n);
-    for (std::size_t op = 0; op < n; ++op)
-      for (auto d : model.reads[model.task_of_op[op]]) {
-        if (d >= n) continue;  // held before the step
-        auto from = model.program.tasks[d].op.value();
-        preds_[op].push_back(from);
-        succs_[from].push_back(static_cast<std::uint32_t>(op));
-      }
+        rate_(double(options.mutation_percent) / 100), ops_(op_graph(ctx.graph, model)) {
     demand_.assign(model.allocation.sizes.size(), 0);
     for (std::size_t b = 0; b < model.bytes.size(); ++b)
       demand_[model.size_index[b]] += model.bytes[b];
@@ -128,11 +119,13 @@ class Genetic {
   // The first chromosome: the graph's order, the classes whose minima take the least memory
   // (memory::least_classes), memory shared by the bytes each class's sizes ask for; the second: the
   // same order (when the search weighs both, in bytes: lru-swap's order and memory, planned by
-  // Belady's rule with early copies back); the others: ready-set mutations of that order and random
-  // classes and shares, one in four in bytes.
+  // Belady's rule with early copies back); the third and fourth: the graph's order with updates
+  // eager (eager_updates), in a pool and in bytes; the others: ready-set mutations of the graph's
+  // order and random classes and shares, one in four in bytes.
   Chromosome initial(std::int64_t i) {
     auto topo = ctx_.graph.topo_order();
     std::vector<ir::OpId> order(topo.begin(), topo.end());
+    if (i == 2 || i == 3) order = eager_updates(ops_, order);
     std::size_t sizes = model_.allocation.sizes.size();
     memory::Allocation a;
     a.size_class.resize(sizes);
@@ -165,8 +158,9 @@ class Genetic {
       a.objects.push_back(static_cast<std::int64_t>(
           std::ceil(share[c] / total * double(model_.allocation.capacity) /
                     double(pool.classes[c].object_bytes))));
-    if (i > 1) order = ready_set(order, rate_);
-    bool pooled = opt_.memory == MemoryKind::search ? i % 4 != 1 : opt_.memory == MemoryKind::pool;
+    if (i > 3) order = ready_set(ops_, order, rate_, rng_);
+    bool pooled = opt_.memory == MemoryKind::search ? (i < 4 ? i % 2 == 0 : i % 4 != 1)
+                                                    : opt_.memory == MemoryKind::pool;
     return {std::move(order), std::move(a), pooled};
   }
 
@@ -227,7 +221,7 @@ class Genetic {
   }
 
   Chromosome mutate(Chromosome c) {
-    c.schedule = ready_set(c.schedule, rate_);
+    c.schedule = ready_set(ops_, c.schedule, rate_, rng_);
     std::bernoulli_distribution hit(rate_), up(0.5);
     if (opt_.memory == MemoryKind::search && hit(rng_)) c.pooled = !c.pooled;
     auto& a = c.allocation;
@@ -243,53 +237,83 @@ class Genetic {
     return c;
   }
 
-  // A ready-set scheduler over the ops: with probability p a random ready op, else the ready op
-  // that `base` runs first.
-  std::vector<ir::OpId> ready_set(std::vector<ir::OpId> const& base, double p) {
-    std::size_t n = base.size();
-    std::vector<std::size_t> rank(n), waiting(n);
-    for (std::size_t k = 0; k < n; ++k)
-      rank[base[k].value()] = k;
-    std::vector<std::uint32_t> ready;
-    for (std::uint32_t op = 0; op < n; ++op) {
-      waiting[op] = preds_[op].size();
-      if (waiting[op] == 0) ready.push_back(op);
-    }
-    std::bernoulli_distribution random(p);
-    std::vector<ir::OpId> out;
-    while (!ready.empty()) {
-      std::size_t at = 0;
-      if (random(rng_)) {
-        at = std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng_);
-      } else {
-        for (std::size_t k = 1; k < ready.size(); ++k)
-          if (rank[ready[k]] < rank[ready[at]]) at = k;
-      }
-      std::uint32_t op = ready[at];
-      ready[at] = ready.back();
-      ready.pop_back();
-      out.push_back(ir::OpId(op));
-      for (auto s : succs_[op])
-        if (--waiting[s] == 0) ready.push_back(s);
-    }
-    CLEAVE_ASSERT(out.size() == n, "the op graph has a cycle");
-    return out;
-  }
-
   SearchContext const& ctx_;
   StepModel const& model_;
   GeneticOptions const& opt_;
   Rng rng_;
   SearchClock clock_;
   double rate_;
-  std::vector<std::vector<std::uint32_t>> preds_, succs_;  // per op, one entry per read
-  std::vector<std::int64_t> demand_;                       // per size: bytes of its blocks
+  OpGraph ops_;
+  std::vector<std::int64_t> demand_;  // per size: bytes of its blocks
   double best_s_ = infeasible;
   std::optional<Error> first_error_;
   GeneticResult result_;
 };
 
 }  // namespace
+
+OpGraph op_graph(ir::Graph const& graph, StepModel const& model) {
+  OpGraph g;
+  std::size_t n = model.task_of_op.size();
+  g.preds.resize(n);
+  g.succs.resize(n);
+  for (std::size_t op = 0; op < n; ++op)
+    for (auto d : model.reads[model.task_of_op[op]]) {
+      if (d >= n) continue;  // held before the step
+      auto from = model.program.tasks[d].op.value();
+      g.preds[op].push_back(from);
+      g.succs[from].push_back(static_cast<std::uint32_t>(op));
+    }
+  for (auto const& op : graph.ops())
+    g.update.push_back(!op.inputs.empty() && lower::update_of(graph, op.inputs[0]) == op.id);
+  return g;
+}
+
+std::vector<ir::OpId> ready_set(OpGraph const& g, std::vector<std::size_t> const& rank, double p,
+                                Rng& rng) {
+  std::size_t n = rank.size();
+  std::vector<std::size_t> waiting(n);
+  std::vector<std::uint32_t> ready;
+  for (std::uint32_t op = 0; op < n; ++op) {
+    waiting[op] = g.preds[op].size();
+    if (waiting[op] == 0) ready.push_back(op);
+  }
+  std::bernoulli_distribution random(p);
+  std::vector<ir::OpId> out;
+  while (!ready.empty()) {
+    std::size_t at = 0;
+    if (p > 0 && random(rng)) {
+      at = std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng);
+    } else {
+      for (std::size_t k = 1; k < ready.size(); ++k)
+        if (rank[ready[k]] < rank[ready[at]]) at = k;
+    }
+    std::uint32_t op = ready[at];
+    ready[at] = ready.back();
+    ready.pop_back();
+    out.push_back(ir::OpId(op));
+    for (auto s : g.succs[op])
+      if (--waiting[s] == 0) ready.push_back(s);
+  }
+  CLEAVE_ASSERT(out.size() == n, "the op graph has a cycle");
+  return out;
+}
+
+std::vector<ir::OpId> ready_set(OpGraph const& g, std::vector<ir::OpId> const& base, double p,
+                                Rng& rng) {
+  std::vector<std::size_t> rank(base.size());
+  for (std::size_t k = 0; k < base.size(); ++k)
+    rank[base[k].value()] = k;
+  return ready_set(g, rank, p, rng);
+}
+
+std::vector<ir::OpId> eager_updates(OpGraph const& g, std::vector<ir::OpId> const& base) {
+  std::vector<std::size_t> rank(base.size());
+  for (std::size_t k = 0; k < base.size(); ++k)
+    rank[base[k].value()] = g.update[base[k].value()] ? 0 : k + 1;
+  Rng unused;
+  return ready_set(g, rank, 0, unused);
+}
 
 plan::Plan schedule_plan(SearchContext const& ctx, std::vector<ir::OpId> const& schedule,
                          std::vector<plan::Swap> swaps, memory::Pool pool) {

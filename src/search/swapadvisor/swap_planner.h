@@ -52,6 +52,9 @@ struct StepModel {
   // updates' outputs, which end it there.
   bool held_on_host = false;
   std::vector<bool> to_host;
+  // With them, the roofline's seconds: per task its computation, per block its copy to or from
+  // the host (the updates' outputs leave once their copy has had time to run).
+  std::vector<double> compute_s, copy_s;
   memory::AllocationProblem allocation;   // sizes and what is held at once
   std::vector<std::uint32_t> size_index;  // per block, into allocation.sizes
 };
@@ -74,6 +77,9 @@ struct SwapRequest {
   Eviction eviction = Eviction::belady;
   int idle_threshold = 1;     // positions; at least 1
   bool early_copy_in = true;  // the second pass
+  // Where blocks start the step on the host: each brought by its copy's time before its use, and
+  // the updates' outputs sent there once written (lru-swap's copies are on demand instead).
+  bool early_host_copies = true;
 };
 
 // The swaps of device 0 for the request's schedule (plan::Swap: every op is piece 0). An error

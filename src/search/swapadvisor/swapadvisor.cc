@@ -101,7 +101,8 @@ Expected<plan::Plan> lru_swap(SearchContext const& ctx) {
                       model.allocation.capacity,
                       Eviction::lru,
                       /*idle_threshold=*/1,
-                      /*early_copy_in=*/false};
+                      /*early_copy_in=*/false,
+                      /*early_host_copies=*/false};
   CLEAVE_TRY(std::vector<plan::Swap> swaps, plan_swaps(request));
   plan::Plan p = schedule_plan(ctx, schedule, std::move(swaps));
   p.provenance.config = "swaps=" + std::to_string(p.swaps.size()) +
