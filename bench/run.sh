@@ -136,7 +136,7 @@ mv "$gpu_measured.tmp" "$gpu_measured"
 cat "$gpu_measured"
 
 # FlexFlow's search speed (issue 15): the same MCMC priced by delta and by full simulation.
-CLEAVE_BENCH_BUILT=1 FLEXFLOW_SEARCH_64=1 bash bench/flexflow_search.sh
+CLEAVE_BENCH_BUILT=1 bash bench/flexflow_search.sh
 
 # FlexFlow's evaluation (issue 15) in simulation on 4, 16 and 64 devices.
 ffe=bench/results/flexflow_eval.md
