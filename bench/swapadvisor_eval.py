@@ -77,12 +77,13 @@ Where cleave agrees and disagrees:
   schedules that run many time steps of one layer while its weights are on the device, which
   cleave's search (population 32, 20 generations, minutes on this shared machine) finds in part;
   the paper's ran 144 chromosomes for up to 30 minutes.
-- **NasNet-25 at 15%: the link's bound, whatever the plan.** Every activation the backward pass
+- **NasNet-25 at 16.5%: the link's bound, whatever the plan.** Every activation the backward pass
   reads is live when the loss is computed, in any schedule, so at that instant at least
   154.3 - 16 = 138.3 GiB (148.5 GB) sit on the host: copied out before the loss and back after
   it, 12.4 s each way at 12 GB/s. The step takes at least 24.8 s against 4.1 s of roofline
-  compute: at most 16.5% of ideal, and swapadvisor's 15.4% is 93% of that bound (it swaps
-  exactly 138.3 GiB; 15.4% before the planner's changes below). The paper's 53% or more needs its step to compute at least three times
+  compute: at most 16.5% of ideal, which swapadvisor's plan reaches (it swaps exactly
+  138.3 GiB; 15.4% before the planner's changes below). The paper's 53% or more needs its step
+  to compute at least three times
   longer per byte saved for backward: its times are measured, and NASNet's depthwise
   convolutions run far below a GPU's roofline, where cleave prices them at it. Measured on an
   H100 (gpu_measured.md, "SwapAdvisor's models"): NasNet-25's pieces take 2.3x the roofline's
