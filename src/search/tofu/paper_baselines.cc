@@ -63,6 +63,7 @@ Expected<plan::Plan> optcnn(SearchContext const& ctx, Options const& options) {
   c.node_of_op = coarsening.node_of_op;
   for (auto const& op : ctx.graph.ops())
     c.configs.push_back(parallel_cuts(model.bound(op.id), k));
+  project_followers(model, coarsening, c);
   Request request = model.request(c, options.integer("max_factor_entries"));
   request.max_table_entries = options.integer("max_table_entries");
   SearchClock clock(ctx);

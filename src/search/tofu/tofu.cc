@@ -62,13 +62,14 @@ Candidates step_candidates(CommModel const& model, Coarsening const& coarsening,
   std::size_t step = history.empty() ? 0 : history[0].size();
   CLEAVE_ASSERT(step < ways.size(), "no step left to take");
   std::int64_t k = ways[step];
-  // The strategies of a node come from its first op: tied ops have the same iteration space and
-  // have always been cut alike.
+  // The strategies of a node come from its first op that follows none: its other ops have the
+  // same iteration space and have always been cut alike, and followers are projected from their
+  // leaders.
   std::vector<std::vector<int>> node_dims(static_cast<std::size_t>(coarsening.num_nodes));
   std::vector<bool> seen(static_cast<std::size_t>(coarsening.num_nodes), false);
   for (auto const& op : g.ops()) {
     auto n = static_cast<std::size_t>(coarsening.node_of_op[op.id.value()]);
-    if (seen[n]) continue;
+    if (seen[n] || coarsening.leader_of_op[op.id.value()] >= 0) continue;
     seen[n] = true;
     auto const& b = model.bound(op.id);
     auto current = config_from_history(b, history[op.id.value()], ways);
@@ -83,14 +84,16 @@ Candidates step_candidates(CommModel const& model, Coarsening const& coarsening,
   cut_dims->assign(g.num_ops(), {});
   for (auto const& op : g.ops()) {
     auto const& dims = node_dims[static_cast<std::size_t>(coarsening.node_of_op[op.id.value()])];
+    (*cut_dims)[op.id.value()] = dims;
+    if (coarsening.leader_of_op[op.id.value()] >= 0) continue;
     auto h = history[op.id.value()];
     h.push_back(-1);
     for (int d : dims) {
       h.back() = d;
       c.configs[op.id.value()].push_back(config_from_history(model.bound(op.id), h, ways));
     }
-    (*cut_dims)[op.id.value()] = dims;
   }
+  project_followers(model, coarsening, c);
   return c;
 }
 

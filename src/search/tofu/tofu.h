@@ -34,7 +34,8 @@ namespace cleave::search::tofu {
 // k1 >= k2 >= ... with product k (prime factors, largest first); {} for k = 1.
 std::vector<std::int64_t> factor_ways(std::int64_t k);
 
-// Per op, the dimension cut at each step so far (-1: kept whole at that step).
+// Per op, the dimension cut at each step so far (-1: kept whole at that step); a follower
+// (coarsen.h) records its leader's cuts, its configuration being its leader's projected.
 using History = std::vector<std::vector<int>>;
 
 // The configuration of an op after the steps in `history` (one entry per step), with device
