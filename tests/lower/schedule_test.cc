@@ -32,6 +32,24 @@ struct Mlp {
   plan::Plan single = plan::single_device_plan(graph, *registry);
 };
 
+// A plan made bad one way, and what the error of lowering it must say.
+struct BadPlan {
+  std::function<void(plan::Plan&)> change;
+  std::string message;
+};
+
+void expect_each_rejected(Mlp const& m, plan::Plan const& good, std::vector<BadPlan> const& cases) {
+  for (auto const& c : cases) {
+    plan::Plan p = good;
+    c.change(p);
+    auto program = lower(m.graph, p, *m.registry);
+    ASSERT_FALSE(program.has_value()) << c.message;
+    EXPECT_NE(program.error().message().find(c.message), std::string::npos)
+        << c.message << "\n"
+        << program.error().message();
+  }
+}
+
 TEST(Schedule, OrdersAreOrderingEdgesThatKeepNoBlockAlive) {
   Mlp m;
   auto plain = lower(m.graph, m.single, *m.registry);
@@ -220,7 +238,7 @@ TEST(Schedule, ABlockIsSwappedOutAgainAfterItsSwapIn) {
   std::size_t f = 0;
   while (p.swaps[f].tensor != p.swaps[k].tensor)
     ++f;
-  std::vector<std::pair<std::function<void(plan::Plan&)>, std::string>> cases = {
+  std::vector<BadPlan> cases = {
       // Out again before the first copy came back: the two overlap.
       {[&](plan::Plan& q) { q.swaps[k].out_after = q.swaps[f].out_after; }, "must alternate"},
       // The first brings it back only after the second took it out again.
@@ -232,14 +250,7 @@ TEST(Schedule, ABlockIsSwappedOutAgainAfterItsSwapIn) {
        },
        "leaves it on the host to the step's end"},
   };
-  for (auto const& [change, message] : cases) {
-    plan::Plan q = p;
-    change(q);
-    auto bad = lower(m.graph, q, *m.registry);
-    ASSERT_FALSE(bad.has_value()) << message;
-    EXPECT_NE(bad.error().message().find(message), std::string::npos) << message << "\n"
-                                                                      << bad.error().message();
-  }
+  expect_each_rejected(m, p, cases);
 }
 
 // The graph's order with every block held before the step starting it on the host: brought
@@ -319,7 +330,7 @@ TEST(Schedule, HeldBlocksStartTheStepOnTheHost) {
   auto first_to_host = std::find_if(p.swaps.begin(), p.swaps.end(),
                                     [](plan::Swap const& s) { return !s.in_before; });
   auto activation = with_swapped_activations(m.graph, m.single, /*gap=*/2).swaps.at(0);
-  std::vector<std::pair<std::function<void(plan::Plan&)>, std::string>> cases = {
+  std::vector<BadPlan> cases = {
       {[&](plan::Plan& q) { q.swaps.erase(q.swaps.begin() + (first_to_host - p.swaps.begin())); },
        "does not end it there"},
       {[&](plan::Plan& q) {
@@ -348,18 +359,14 @@ TEST(Schedule, HeldBlocksStartTheStepOnTheHost) {
        },
        "before the first swap-in brings it"},
       {[&](plan::Plan& q) {
-         q.swaps.push_back({activation.tensor, activation.region, 0});
+         plan::Swap neither;  // no out_after, no in_before
+         neither.tensor = activation.tensor;
+         neither.region = activation.region;
+         q.swaps.push_back(neither);
        },
        "neither a swap-out"},
   };
-  for (auto const& [change, message] : cases) {
-    plan::Plan q = p;
-    change(q);
-    auto bad = lower(m.graph, q, *m.registry);
-    ASSERT_FALSE(bad.has_value()) << message;
-    EXPECT_NE(bad.error().message().find(message), std::string::npos) << message << "\n"
-                                                                      << bad.error().message();
-  }
+  expect_each_rejected(m, p, cases);
 }
 
 // Each check: a plan made bad one way, and what its error must say.
@@ -367,11 +374,7 @@ TEST(Schedule, BadSchedulesAreClearErrors) {
   Mlp m;
   plan::Plan good = with_swapped_activations(m.graph, m.single, /*gap=*/2);
   ASSERT_FALSE(good.swaps.empty());
-  struct Case {
-    std::function<void(plan::Plan&)> change;
-    std::string message;
-  };
-  std::vector<Case> cases = {
+  std::vector<BadPlan> cases = {
       {[](plan::Plan& p) { p.order.clear(); }, "orders no device"},
       {[](plan::Plan& p) { std::swap(p.swaps[0].out_after, p.swaps[0].in_before); },
        "which the device's order runs before swapping out"},
@@ -391,15 +394,7 @@ TEST(Schedule, BadSchedulesAreClearErrors) {
        "fetch policy of tensor"},
       {[&](plan::Plan& p) { p.tensor_fetch = {{ir::TensorId(99999)}}; }, "does not have"},
   };
-  for (auto const& c : cases) {
-    plan::Plan p = good;
-    c.change(p);
-    auto program = lower(m.graph, p, *m.registry);
-    ASSERT_FALSE(program.has_value()) << c.message;
-    EXPECT_NE(program.error().message().find(c.message), std::string::npos)
-        << c.message << "\n"
-        << program.error().message();
-  }
+  expect_each_rejected(m, good, cases);
 }
 
 // The simulator starts a collective's members together, so an order that only a collective

@@ -51,6 +51,10 @@ struct Planning {
     if (algorithm == "swapadvisor") ctx.options = {{"population", "8"}, {"generations", "3"}};
     return ctx;
   }
+  std::vector<ir::OpId> graph_order() const {
+    auto topo = graph.topo_order();
+    return {topo.begin(), topo.end()};
+  }
   sim::Prediction predict(plan::Plan const& p) const {
     auto program = lower::lower(graph, p, *registry);
     EXPECT_TRUE(program.has_value()) << program.error().to_string();
@@ -113,8 +117,7 @@ TEST(SwapAdvisor, SecondPassIssuesCopiesBackEarly) {
   auto ctx = s.context();
   auto model = swapadvisor::step_model(ctx);
   ASSERT_TRUE(model.has_value()) << model.error().to_string();
-  auto topo = s.graph.topo_order();
-  std::vector<ir::OpId> schedule(topo.begin(), topo.end());
+  auto schedule = s.graph_order();
   // A class per size, memory shared in proportion to the sizes (repair cuts the counts to fit).
   memory::Allocation per_size;
   for (std::uint32_t k = 0; k < model->allocation.sizes.size(); ++k) {
@@ -159,8 +162,7 @@ TEST(SwapAdvisor, BeladyOnTheGraphsOrderIsAtLeastLru) {
   auto ctx = s.context();
   auto model = swapadvisor::step_model(ctx);
   ASSERT_TRUE(model.has_value()) << model.error().to_string();
-  auto topo = s.graph.topo_order();
-  std::vector<ir::OpId> schedule(topo.begin(), topo.end());
+  auto schedule = s.graph_order();
   struct Planned {
     double step_s;
     std::int64_t swapped;
@@ -190,8 +192,7 @@ TEST(SwapAdvisor, CopiesBackAreIssuedInTheOrderTheyAreNeeded) {
   auto ctx = s.context();
   auto model = swapadvisor::step_model(ctx);
   ASSERT_TRUE(model.has_value()) << model.error().to_string();
-  auto topo = s.graph.topo_order();
-  std::vector<ir::OpId> schedule(topo.begin(), topo.end());
+  auto schedule = s.graph_order();
   std::vector<std::size_t> at(s.graph.num_ops());
   for (std::size_t k = 0; k < schedule.size(); ++k)
     at[schedule[k].value()] = k;
@@ -216,8 +217,7 @@ TEST(SwapAdvisor, EagerUpdatesRunOnceTheirInputsAreReady) {
   auto model = swapadvisor::step_model(s.context());
   ASSERT_TRUE(model.has_value()) << model.error().to_string();
   auto g = swapadvisor::op_graph(s.graph, *model);
-  auto topo = s.graph.topo_order();
-  auto order = swapadvisor::eager_updates(g, {topo.begin(), topo.end()});
+  auto order = swapadvisor::eager_updates(g, s.graph_order());
   ASSERT_EQ(order.size(), s.graph.num_ops());
   std::vector<std::size_t> at(order.size());
   for (std::size_t k = 0; k < order.size(); ++k)
@@ -249,9 +249,8 @@ TEST(SwapAdvisor, WideResNetOnTheHostHidesItsCopies) {
   auto model = swapadvisor::step_model(ctx);
   ASSERT_TRUE(model.has_value()) << model.error().to_string();
   ASSERT_TRUE(model->held_on_host);
-  auto topo = s.graph.topo_order();
-  auto schedule = swapadvisor::eager_updates(swapadvisor::op_graph(s.graph, *model),
-                                             {topo.begin(), topo.end()});
+  auto schedule =
+      swapadvisor::eager_updates(swapadvisor::op_graph(s.graph, *model), s.graph_order());
   swapadvisor::SwapRequest request{*model, schedule, nullptr, model->allocation.capacity};
   request.idle_threshold = 2;  // Belady's rule, as the search plans
   auto swaps = swapadvisor::plan_swaps(request);
@@ -274,8 +273,7 @@ TEST(SwapAdvisor, EveryPoolTheWalkFitsTheSimulatedStepFits) {
     auto ctx = s.context();
     auto model = swapadvisor::step_model(ctx);
     ASSERT_TRUE(model.has_value()) << model.error().to_string();
-    auto topo = s.graph.topo_order();
-    std::vector<ir::OpId> schedule(topo.begin(), topo.end());
+    auto schedule = s.graph_order();
     std::mt19937_64 rng(5);
     int planned = 0;
     for (int trial = 0; trial < 40; ++trial) {
@@ -433,8 +431,7 @@ TEST(SwapAdvisor, EveryPlanWithBlocksOnTheHostLowers) {
       ASSERT_TRUE(model.has_value()) << model.error().to_string();
       ASSERT_TRUE(model->held_on_host) << m << " at " << cap;
       auto g = swapadvisor::op_graph(s.graph, *model);
-      auto topo = s.graph.topo_order();
-      std::vector<ir::OpId> base(topo.begin(), topo.end());
+      auto base = s.graph_order();
       Rng rng(3);
       for (int trial = 0; trial < 12; ++trial) {
         auto schedule = trial == 0 ? swapadvisor::eager_updates(g, base)
