@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <map>
 #include <span>
+#include <tuple>
 #include <utility>
 
 #include "lower/lifetime.h"
@@ -102,19 +104,29 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
   return timing;
 }
 
-cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program const& program,
-                             ir::Graph const& graph, cost::CostModel const& cost) {
-  auto const& c = cost.cluster();
+namespace {
+
+// The collective's algorithm over the group's routes (cost::collective_cost).
+cost::CollectiveCost network_cost(lower::Collective const& collective,
+                                  cluster::Cluster const& c) {
   std::vector<cluster::DeviceId> group;
   for (int d : collective.group)
     group.push_back(device_id(d));
-  auto price = cost::collective_cost(c, collective.kind, collective.bytes, group);
-  // A device that copies on its compute stream also combines the partial results there: on CPU
-  // cores the runtime's backend call copies and then reduces the device's share of the buffer,
-  // the region of its reduce members; a GPU's reductions run inside the collective's kernels at
-  // line rate. The slowest device's reductions lengthen the collective.
-  if (std::none_of(group.begin(), group.end(),
-                   [&](cluster::DeviceId d) { return copies_on_compute(c.devices()[d.value()]); }))
+  return cost::collective_cost(c, collective.kind, collective.bytes, group);
+}
+
+// A device that copies on its compute stream also combines the partial results there: on CPU
+// cores the runtime's backend call copies and then reduces the device's share of the buffer,
+// the region of its reduce members; a GPU's reductions run inside the collective's kernels at
+// line rate. The slowest device's reductions lengthen the collective.
+cost::CollectiveCost with_reductions(cost::CollectiveCost price,
+                                     lower::Collective const& collective,
+                                     lower::Program const& program, ir::Graph const& graph,
+                                     cost::CostModel const& cost) {
+  auto const& c = cost.cluster();
+  if (std::none_of(collective.group.begin(), collective.group.end(), [&](int d) {
+        return copies_on_compute(c.devices()[static_cast<std::size_t>(d)]);
+      }))
     return price;
   std::vector<double> reducing(c.num_devices(), 0.0);
   for (auto m : collective.members) {
@@ -125,6 +137,21 @@ cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program
   }
   price.time = Seconds(price.time.value() + *std::max_element(reducing.begin(), reducing.end()));
   return price;
+}
+
+// What network_cost depends on: the kind, the buffer's bytes and the group.
+struct NetworkKeyLess {
+  bool operator()(lower::Collective const* a, lower::Collective const* b) const {
+    return std::tie(a->kind, a->bytes, a->group) < std::tie(b->kind, b->bytes, b->group);
+  }
+};
+
+}  // namespace
+
+cost::CollectiveCost cost_of(lower::Collective const& collective, lower::Program const& program,
+                             ir::Graph const& graph, cost::CostModel const& cost) {
+  return with_reductions(network_cost(collective, cost.cluster()), collective, program, graph,
+                         cost);
 }
 
 TaskTiming timing_of(cost::CollectiveCost const& price, lower::Collective const& collective,
@@ -143,8 +170,15 @@ std::vector<cost::CollectiveCost> collective_costs(lower::Program const& program
                                                    cost::CostModel const& cost) {
   std::vector<cost::CollectiveCost> out;
   out.reserve(program.collectives.size());
-  for (auto const& c : program.collectives)
-    out.push_back(cost_of(c, program, graph, cost));
+  // The layers repeat their collectives: each kind, size and group is priced over its routes
+  // once (issue 21: every ring's edges routed and counted per collective were a quarter of
+  // lower + simulate for GPT-3 on 256 devices).
+  std::map<lower::Collective const*, cost::CollectiveCost, NetworkKeyLess> priced;
+  for (auto const& c : program.collectives) {
+    auto it = priced.find(&c);
+    if (it == priced.end()) it = priced.emplace(&c, network_cost(c, cost.cluster())).first;
+    out.push_back(with_reductions(it->second, c, program, graph, cost));
+  }
   return out;
 }
 
