@@ -276,12 +276,6 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
       first_member[pass] = gather_per_device(t, pass, parts[pass], gate_tasks, gathers.block_on);
   BlockIndex<Held> index(blocks);
   std::vector<std::uint32_t> candidates;
-  // Reused for every candidate block: the all-to-all re-layouts test every block for every piece
-  // (issue 21: at 1,024 devices, a box and a key on the heap per pair were most of the lowering's
-  // allocations).
-  MoveKey key;
-  tdl::Box& piece = std::get<2>(key);
-  std::vector<Ref> deps;
   Moves delivered;                 // inputs: (device, device, region) of the blocks delivered
   std::array<Moves, 2> transfers;  // per part
   std::vector<ir::OpId> seen;
@@ -317,19 +311,15 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
         index.candidates(region, candidates);
         for (auto at : candidates) {
           Held const& b = blocks[at];
-          auto volume = tdl::intersect(region, b.region, piece);
-          if (volume == 0) continue;
-          covered += volume;
+          tdl::Box piece = tdl::intersect(region, b.region);
+          if (tdl::box_volume(piece) == 0) continue;
+          covered += tdl::box_volume(piece);
           if (b.device == d) {
             if (b.task) read.pieces.refs.push_back(*b.task);
             continue;
           }
-          std::get<0>(key) = b.device;
-          std::get<1>(key) = d;
-          auto& moves = transfers[pass];
-          auto it = moves.lower_bound(key);
-          if (it == moves.end() || MoveKeyLess{}(key, it->first)) {
-            it = moves.emplace_hint(it, key, 0);
+          auto [it, fresh] = transfers[pass].try_emplace(std::make_tuple(b.device, d, piece), 0);
+          if (fresh) {
             Task move;
             move.kind = TaskKind::transfer;
             move.device = d;
@@ -337,7 +327,7 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
             move.tensor = t;
             move.region = piece;
             move.bytes = Bytes(tensor_bytes(graph.tensor(t), piece));
-            deps.clear();
+            std::vector<Ref> deps;
             if (b.task) deps.push_back(*b.task);
             if (pass == late_pass) deps.insert(deps.end(), gate_tasks.begin(), gate_tasks.end());
             it->second = part.add(std::move(move), deps);

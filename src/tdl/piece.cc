@@ -21,17 +21,6 @@ Box intersect(Box const& a, Box const& b) {
   return out;
 }
 
-std::int64_t intersect(Box const& a, Box const& b, Box& out) {
-  std::int64_t volume = 1;
-  out.resize(a.size());
-  for (std::size_t d = 0; d < a.size(); ++d) {
-    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
-    if (out[d].empty()) return 0;
-    volume *= out[d].size();
-  }
-  return volume;
-}
-
 std::string box_to_string(Box const& box) {
   if (box.empty()) return "[]";
   std::string out;

@@ -29,9 +29,6 @@ using Box = std::vector<Interval>;
 std::int64_t box_volume(Box const& box);  // 0 if any interval is empty
 // a ∩ b (same rank); empty intervals where they do not overlap.
 Box intersect(Box const& a, Box const& b);
-// The same into `out`, reusing its storage (no allocation where it holds a box of that rank);
-// returns its volume. Where that is 0, `out` may be left partly written.
-std::int64_t intersect(Box const& a, Box const& b, Box& out);
 // "[0,32)x[0,16)"; "[]" for rank 0.
 std::string box_to_string(Box const& box);
 // The whole iteration space of op.

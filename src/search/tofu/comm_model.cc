@@ -32,6 +32,18 @@ struct Fetch {
   bool operator==(Fetch const& o) const { return key() == o.key(); }
 };
 
+// Volume of a ∩ b, 0 when empty; writes the intersection to `out`.
+std::int64_t intersect(tdl::Box const& a, tdl::Box const& b, tdl::Box& out) {
+  std::int64_t volume = 1;
+  out.resize(a.size());
+  for (std::size_t d = 0; d < a.size(); ++d) {
+    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
+    if (out[d].empty()) return 0;
+    volume *= out[d].size();
+  }
+  return volume;
+}
+
 std::int64_t fetch_volume(Fetch const& f) {
   std::int64_t v = 1;
   for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
@@ -49,7 +61,7 @@ void collect_fetches(std::vector<Block> const& blocks, ReaderView const& r,
       auto const& region = (*r.pieces)[k].inputs[pos];
       if (region.empty()) continue;
       for (auto const& block : blocks) {
-        if (block.device == device || tdl::intersect(region.box, block.box, part) == 0) continue;
+        if (block.device == device || intersect(region.box, block.box, part) == 0) continue;
         CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
         Fetch f{r.late, block.device, device, {}};
         for (std::size_t d = 0; d < part.size(); ++d) {
