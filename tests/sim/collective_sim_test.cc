@@ -1,6 +1,8 @@
 // Collectives in the simulator: the lowering's groups priced by algorithm over real routes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
 #include "models/model_zoo.h"
@@ -55,6 +57,46 @@ TEST(Collectives, DataParallelMlpReduceScattersGradientsAndAllGathersWeights) {
   }
   EXPECT_EQ(gathers, 6);  // three linears' weights and biases
   EXPECT_EQ(scatters, 6);
+}
+
+// collective_costs prices each kind, size and group over its routes once (issue 21), yet every
+// collective costs what cost_of gives it alone: on CPU cores, whose collectives add their own
+// reduce members' compute time, and where the MLP's equal layers repeat collectives.
+TEST(Collectives, CollectiveCostsEqualEachCollectivesOwnPrice) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto graph = *autodiff::build_training_graph(
+      *models::ModelZoo::with_builtins().build(
+          "mlp:layers=4,hidden=256,input=256,classes=256,batch=64", *registry),
+      *registry);
+  auto cluster = *cluster::load_cluster("cpu:devices=4");
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{graph, *registry, cost, "", "", 64, 0};
+  auto plan = search::make_plan("data-parallel", ctx);
+  ASSERT_TRUE(plan.has_value());
+  auto program = lower::lower(graph, *plan, *registry);
+  ASSERT_TRUE(program.has_value()) << program.error().to_string();
+  auto costs = collective_costs(*program, graph, cost);
+  ASSERT_EQ(costs.size(), program->collectives.size());
+  std::size_t repeated = 0, reducing = 0;
+  for (std::size_t c = 0; c < costs.size(); ++c) {
+    auto const& col = program->collectives[c];
+    auto alone = cost_of(col, *program, graph, cost);
+    EXPECT_EQ(costs[c].time.value(), alone.time.value()) << c;
+    EXPECT_EQ(costs[c].channel_bytes, alone.channel_bytes) << c;
+    EXPECT_EQ(costs[c].algorithm, alone.algorithm) << c;
+    for (std::size_t e = 0; e < c; ++e) {
+      auto const& earlier = program->collectives[e];
+      if (earlier.kind == col.kind && earlier.bytes == col.bytes && earlier.group == col.group) {
+        ++repeated;
+        break;
+      }
+    }
+    reducing += std::any_of(col.members.begin(), col.members.end(), [&](lower::TaskId m) {
+      return program->tasks[m].kind == lower::TaskKind::reduce;
+    });
+  }
+  EXPECT_GT(repeated, 0u);  // priced once, given to several
+  EXPECT_GT(reducing, 0u);  // with reduce members, which the shared price does not include
 }
 
 // A hand-built all-gather of the same buffer over one H100 node's 8 GPUs and over both nodes'
