@@ -173,11 +173,20 @@ std::vector<cost::CollectiveCost> collective_costs(lower::Program const& program
   // The layers repeat their collectives: each kind, size and group is priced over its routes
   // once (issue 21: every ring's edges routed and counted per collective were a quarter of
   // lower + simulate for GPT-3 on 256 devices).
-  std::map<lower::Collective const*, cost::CollectiveCost, NetworkKeyLess> priced;
+  // Each triple's first collective in `out` and its network time: the reductions add to the
+  // time only, so the first's algorithm and link bytes serve the others without a copy here.
+  std::map<lower::Collective const*, std::pair<std::size_t, Seconds>, NetworkKeyLess> priced;
   for (auto const& c : program.collectives) {
     auto it = priced.find(&c);
-    if (it == priced.end()) it = priced.emplace(&c, network_cost(c, cost.cluster())).first;
-    out.push_back(with_reductions(it->second, c, program, graph, cost));
+    cost::CollectiveCost network;
+    if (it == priced.end()) {
+      network = network_cost(c, cost.cluster());
+      priced.emplace(&c, std::pair{out.size(), network.time});
+    } else {
+      network = out[it->second.first];
+      network.time = it->second.second;
+    }
+    out.push_back(with_reductions(std::move(network), c, program, graph, cost));
   }
   return out;
 }
