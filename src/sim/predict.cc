@@ -107,8 +107,7 @@ TaskTiming timing_of(lower::Task const& t, ir::Graph const& graph, cost::CostMod
 namespace {
 
 // The collective's algorithm over the group's routes (cost::collective_cost).
-cost::CollectiveCost network_cost(lower::Collective const& collective,
-                                  cluster::Cluster const& c) {
+cost::CollectiveCost network_cost(lower::Collective const& collective, cluster::Cluster const& c) {
   std::vector<cluster::DeviceId> group;
   for (int d : collective.group)
     group.push_back(device_id(d));

@@ -1,7 +1,6 @@
 // Collectives in the simulator: the lowering's groups priced by algorithm over real routes.
-#include <gtest/gtest.h>
-
 #include <algorithm>
+#include <gtest/gtest.h>
 
 #include "autodiff/training_graph.h"
 #include "cluster/presets.h"
