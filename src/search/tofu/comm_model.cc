@@ -1,7 +1,6 @@
 #include "search/tofu/comm_model.h"
 
 #include <algorithm>
-#include <array>
 #include <map>
 #include <tuple>
 
@@ -19,74 +18,14 @@ struct ReaderView {
   bool late = false;  // the reader's fetches belong to the tensor's late part
 };
 
-// A fetch the lowering would emit: (pass, source, destination, region), flat and allocation-free
-// so that deduplicating millions of them stays cheap. Fetches of the two passes never merge.
-constexpr std::size_t kMaxRank = 8;
-struct Fetch {
-  bool late = false;
-  int from = 0;
-  int to = 0;
-  std::array<std::int64_t, 2 * kMaxRank> bounds{};
-  auto key() const { return std::tie(late, from, to, bounds); }
-  bool operator<(Fetch const& o) const { return key() < o.key(); }
-  bool operator==(Fetch const& o) const { return key() == o.key(); }
-};
-
-// Volume of a ∩ b, 0 when empty; writes the intersection to `out`.
-std::int64_t intersect(tdl::Box const& a, tdl::Box const& b, tdl::Box& out) {
-  std::int64_t volume = 1;
-  out.resize(a.size());
-  for (std::size_t d = 0; d < a.size(); ++d) {
-    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
-    if (out[d].empty()) return 0;
-    volume *= out[d].size();
-  }
-  return volume;
-}
-
-std::int64_t fetch_volume(Fetch const& f) {
-  std::int64_t v = 1;
-  for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
-    v *= f.bounds[d + 1] - f.bounds[d];
-  return v;
-}
-
-// What one reader's pieces fetch from blocks on other devices (the lowering's deliver()).
-void collect_fetches(std::vector<Block> const& blocks, ReaderView const& r,
-                     std::vector<Fetch>& out) {
-  tdl::Box part;
-  for (std::size_t k = 0; k < r.pieces->size(); ++k) {
-    int device = (*r.devices)[k];
+// What one reader's pieces read of the tensor (the lowering's deliver() fetches each region's
+// parts held elsewhere).
+void add_reads(ReaderView const& r, std::vector<Read>& out) {
+  for (std::size_t k = 0; k < r.pieces->size(); ++k)
     for (std::size_t pos : *r.positions) {
       auto const& region = (*r.pieces)[k].inputs[pos];
-      if (region.empty()) continue;
-      for (auto const& block : blocks) {
-        if (block.device == device || intersect(region.box, block.box, part) == 0) continue;
-        CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
-        Fetch f{r.late, block.device, device, {}};
-        for (std::size_t d = 0; d < part.size(); ++d) {
-          f.bounds[2 * d] = part[d].lo;
-          f.bounds[2 * d + 1] = part[d].hi;
-        }
-        out.push_back(f);
-      }
+      if (!region.empty()) out.push_back({r.late, (*r.devices)[k], &region.box});
     }
-  }
-}
-
-// Elements fetched by the readers' pieces, identical fetches of one pass once (the lowering's
-// per-part `transfers`).
-std::int64_t fetched_elements(std::vector<Block> const& blocks,
-                              std::vector<ReaderView> const& readers) {
-  std::vector<Fetch> fetches;
-  for (auto const& r : readers)
-    collect_fetches(blocks, r, fetches);
-  std::sort(fetches.begin(), fetches.end());
-  fetches.erase(std::unique(fetches.begin(), fetches.end()), fetches.end());
-  std::int64_t total = 0;
-  for (auto const& f : fetches)
-    total += fetch_volume(f);
-  return total;
 }
 
 std::string degrees_key(plan::OpConfig const& c) {
@@ -159,85 +98,34 @@ void add_reduce_factors(CommModel const& model, Candidates const& c,
 }
 
 // A tensor factor's table over `scope` (mixed radix, the first node most significant; the
-// holder's node first): per entry, the bytes of the union of what its readers fetch, each fetch
-// counted once as the lowering emits it. reader_pos[i] is reader i's position in the scope and
-// views[i][s] reader i under its node's strategy s; layouts[s] the holder under its strategy s.
-std::vector<std::int64_t> union_table(std::vector<OpLayout> const& layouts,
+// holder's node first): per entry, the bytes its readers fetch, identical fetches once (as the
+// lowering emits them). reader_pos[i] is reader i's position in the scope and views[i][s] reader
+// i under its node's strategy s; holders[s] the holder's blocks under its strategy s.
+std::vector<std::int64_t> union_table(std::vector<BlockIndex> const& holders,
                                       std::vector<std::vector<ReaderView>> const& views,
                                       std::vector<std::size_t> const& reader_pos,
                                       std::vector<int> const& scope, std::vector<int> const& counts,
                                       std::int64_t elem) {
-  // Each (reader, its strategy, the holder's strategy) fetches a list of regions; an entry is
-  // the union of its readers' lists. Fetches are numbered once, so an entry is a pass over
-  // short integer lists instead of intersections and a sort.
-  std::size_t nh = layouts.size();
-  std::vector<Fetch> all;
-  std::vector<std::size_t> list_start;
-  for (auto const& reader : views)
-    for (auto const& view : reader)
-      for (std::size_t hs = 0; hs < nh; ++hs) {
-        list_start.push_back(all.size());
-        collect_fetches(layouts[hs].blocks, view, all);
-      }
-  list_start.push_back(all.size());
-  std::vector<std::size_t> order(all.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return all[a] < all[b] || (all[a] == all[b] && a < b);
-  });
-  std::vector<int> id_of(all.size());
-  std::vector<std::int64_t> volume_of;
-  for (std::size_t j = 0; j < order.size(); ++j) {
-    if (j == 0 || !(all[order[j]] == all[order[j - 1]]))
-      volume_of.push_back(fetch_volume(all[order[j]]));
-    id_of[order[j]] = static_cast<int>(volume_of.size() - 1);
-  }
-  std::vector<std::size_t> first_list(views.size());
-  for (std::size_t i = 0, lists = 0; i < views.size(); ++i) {
-    first_list[i] = lists;
-    lists += views[i].size() * nh;
-  }
-  // The union is built scope position by position: after an odometer step only the lists of
-  // the readers at the changed positions are walked again (issue 5: walking every reader's
-  // list per entry was most of WResNet-152's request time). mark[id]: the position and pass
-  // that counted fetch id; it counts for this entry while that position's pass is current.
-  std::size_t width = scope.size();
-  std::vector<std::vector<std::size_t>> at_position(width);
+  std::vector<std::vector<std::vector<Read>>> reads(views.size());
   for (std::size_t i = 0; i < views.size(); ++i)
-    at_position[reader_pos[i]].push_back(i);
-  std::vector<std::pair<std::size_t, std::size_t>> mark(volume_of.size(), {0, 0});
-  std::vector<std::size_t> pass(width, 0);
-  std::vector<std::int64_t> sum(width + 1, 0);  // sum[p + 1]: positions 0..p's union
+    for (auto const& view : views[i])
+      add_reads(view, reads[i].emplace_back());
+  std::size_t width = scope.size();
   std::vector<int> digits(width, 0);
-  std::size_t passes = 0;
-  auto count_from = [&](std::size_t first) {
-    auto hs = static_cast<std::size_t>(digits[0]);
-    for (std::size_t p = first; p < width; ++p) {
-      pass[p] = ++passes;
-      sum[p + 1] = sum[p];
-      for (std::size_t i : at_position[p]) {
-        std::size_t list = first_list[i] + static_cast<std::size_t>(digits[p]) * nh + hs;
-        for (std::size_t j = list_start[list]; j < list_start[list + 1]; ++j) {
-          auto& [at, by] = mark[static_cast<std::size_t>(id_of[j])];
-          if (at <= p && pass[at] == by && by != 0) continue;
-          at = p;
-          by = pass[p];
-          sum[p + 1] += volume_of[static_cast<std::size_t>(id_of[j])];
-        }
-      }
-    }
-  };
-  count_from(0);
+  std::vector<Read> entry_reads;
   std::vector<std::int64_t> table(static_cast<std::size_t>(table_size(scope, counts)));
   for (auto& entry : table) {
-    entry = sum[width] * elem;
+    entry_reads.clear();
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      auto const& r = reads[i][static_cast<std::size_t>(digits[reader_pos[i]])];
+      entry_reads.insert(entry_reads.end(), r.begin(), r.end());
+    }
+    entry = holders[static_cast<std::size_t>(digits[0])].fetched_elements(entry_reads) * elem;
     std::size_t i = width;
     while (i-- > 0) {
       if (++digits[i] < counts[static_cast<std::size_t>(scope[i])]) break;
       digits[i] = 0;
     }
-    if (i < width) count_from(i);
   }
   return table;
 }
@@ -319,14 +207,20 @@ OpLayout CommModel::layout(ir::OpId op, plan::OpConfig const& config) const {
   auto const& infos = pieces(op, config);
   OpLayout out;
   std::int64_t elem = ir::dtype_bytes(graph_->tensor(graph_->op(op).outputs[0]).type.dtype);
+  // The pieces by output region, regions in order of first appearance (found by a map: a
+  // search of the groups so far made this quadratic in the pieces).
   std::vector<std::pair<tdl::Box const*, std::vector<std::size_t>>> groups;
+  auto box_less = [](tdl::Box const* a, tdl::Box const* b) {
+    return std::lexicographical_compare(a->begin(), a->end(), b->begin(), b->end(),
+                                        [](tdl::Interval x, tdl::Interval y) {
+                                          return std::tie(x.lo, x.hi) < std::tie(y.lo, y.hi);
+                                        });
+  };
+  std::map<tdl::Box const*, std::size_t, decltype(box_less)> group_of(box_less);
   for (std::size_t k = 0; k < infos.size(); ++k) {
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](auto const& g) { return *g.first == infos[k].output; });
-    if (it == groups.end())
-      groups.push_back({&infos[k].output, {k}});
-    else
-      it->second.push_back(k);
+    auto [it, added] = group_of.try_emplace(&infos[k].output, groups.size());
+    if (added) groups.push_back({&infos[k].output, {}});
+    groups[it->second].second.push_back(k);
   }
   for (auto const& [region, members] : groups) {
     if (!infos[members[0]].partial) {
@@ -360,13 +254,13 @@ std::int64_t CommModel::tensor_bytes(
   auto h = holder(t);
   if (!h) return 0;
   CLEAVE_ASSERT(holder_config != nullptr, "a held tensor needs its holder's configuration");
-  OpLayout l = layout(*h, *holder_config);
-  std::vector<ReaderView> views;
+  std::vector<Read> reads;
   for (auto const& [op, config] : readers)
     for (auto const& r : readers_[t.value()])
       if (r.op == op)
-        views.push_back({&pieces(op, *config), &config->devices, &r.positions, r.late});
-  return fetched_elements(l.blocks, views) * ir::dtype_bytes(graph_->tensor(t).type.dtype);
+        add_reads({&pieces(op, *config), &config->devices, &r.positions, r.late}, reads);
+  return BlockIndex(layout(*h, *holder_config).blocks).fetched_elements(reads) *
+         ir::dtype_bytes(graph_->tensor(t).type.dtype);
 }
 
 std::int64_t CommModel::evaluate(std::vector<plan::OpConfig> const& configs) const {
@@ -441,7 +335,7 @@ CommModel::reader_sets(ir::TensorId t, ir::OpId holder, Building& b) const {
 void CommModel::add_tensor_factors(ir::Tensor const& t, Building& b) const {
   auto h = holder(t.id);
   if (!h || readers_[t.id.value()].empty()) return;
-  std::vector<OpLayout> layouts;
+  std::vector<BlockIndex> holders;
   for (auto const& set : reader_sets(t.id, *h, b)) {
     Factor f;
     f.scope = {b.node(*h)};
@@ -465,9 +359,9 @@ void CommModel::add_tensor_factors(ir::Tensor const& t, Building& b) const {
       b.r.factors.push_back(std::move(f));
       continue;
     }
-    if (layouts.empty())
+    if (holders.empty())
       for (auto const& cfg : b.c.configs[h->value()])
-        layouts.push_back(layout(*h, cfg));
+        holders.emplace_back(layout(*h, cfg).blocks);
     // Per reader, its position in the scope and its view under each of its node's strategies.
     std::vector<std::size_t> reader_pos;
     std::vector<std::vector<ReaderView>> reader_views;
@@ -478,7 +372,7 @@ void CommModel::add_tensor_factors(ir::Tensor const& t, Building& b) const {
         reader_views.back().push_back(
             {&pieces(rd->op, cfg), &cfg.devices, &rd->positions, rd->late});
     }
-    f.table = union_table(layouts, reader_views, reader_pos, f.scope, b.r.num_strategies,
+    f.table = union_table(holders, reader_views, reader_pos, f.scope, b.r.num_strategies,
                           ir::dtype_bytes(t.type.dtype));
     b.stats.entries += static_cast<std::int64_t>(f.table.size());
     b.tables.emplace(std::move(key), f.table);

@@ -24,15 +24,10 @@
 
 #include "ops/op_registry.h"
 #include "plan/plan.h"
+#include "search/tofu/fetch_count.h"
 #include "search/tofu/solver.h"
 
 namespace cleave::search::tofu {
-
-// A block of a tensor held by one device (or device group, in a recursion step).
-struct Block {
-  tdl::Box box;
-  int device = 0;
-};
 
 // What an op's configuration means for communication: where its output lives and what its
 // partial outputs cost to reduce.
