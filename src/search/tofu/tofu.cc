@@ -147,7 +147,10 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
     report.exact = r.exact && report.stats.split_factors == 0;
     report.nodes = static_cast<int>(request.num_strategies.size());
     report.largest_scope = r.largest_scope;
-    report.comm_bytes = model.evaluate(configs);
+    // The request prices every tensor's fetches over all its readers unless a factor was split
+    // (then it over-counts): its cost of the chosen strategies is the plan's bytes, and
+    // evaluating the plan again would cost as much as the request.
+    report.comm_bytes = report.stats.split_factors == 0 ? r.cost : model.evaluate(configs);
     out.steps.push_back(report);
     bool stop = options.keep_going && !options.keep_going(&out.steps.back());
     if (stop || s + 1 == ways.size()) {
