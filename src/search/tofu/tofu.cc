@@ -38,12 +38,12 @@ plan::OpConfig config_from_history(tdl::BoundOp const& op, std::vector<int> cons
     pieces *= d;
   c.devices.resize(static_cast<std::size_t>(pieces));
   for (std::int64_t p = 0; p < pieces; ++p) {
-    // Row-major piece index -> index along each dimension -> the part at each step that cut it
-    // (mixed radix, the earliest step most significant).
-    std::int64_t rest = p, group = 0;
+    // Index along each dimension -> the part at each step that cut it (mixed radix, the earliest
+    // step most significant).
+    auto at = coordinates(p, c.degrees);
+    std::int64_t group = 0;
     for (std::size_t d = dims.size(); d-- > 0;) {
-      std::int64_t i = rest % c.degrees[d];
-      rest /= c.degrees[d];
+      std::int64_t i = at[d];
       for (std::size_t t = history.size(); t-- > 0;) {
         if (history[t] != static_cast<int>(d)) continue;
         group += (i % ways[t]) * weight[t];
