@@ -5,6 +5,7 @@
 #include <bit>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 namespace cleave::search::tofu {
 namespace {
@@ -80,6 +81,13 @@ grid_bounds(std::vector<Block> const& blocks) {
 
 }  // namespace
 
+std::size_t BlockIndex::KeyHash::operator()(std::vector<std::int64_t> const& key) const {
+  std::size_t h = key.size();
+  for (std::int64_t x : key)
+    h = h * 1000003 ^ std::hash<std::int64_t>{}(x);
+  return h;
+}
+
 BlockIndex::BlockIndex(std::vector<Block> blocks) : blocks_(std::move(blocks)) {
   auto bounds = grid_bounds(blocks_);
   grid_ = bounds.has_value();
@@ -116,7 +124,7 @@ std::int64_t BlockIndex::device_elements(int device,
                               [](auto const& a, auto const& b) { return a.first < b.first; });
   std::int64_t total = 0;
   if (grid_) {
-    total = grid_elements(regions);
+    total = regions.size() == 1 ? grid_elements(regions) : remembered_grid_elements(regions);
     for (auto it = own.first; it != own.second; ++it)
       total -= distinct_volume(regions, blocks_[it->second].box);
     return total;
@@ -124,6 +132,27 @@ std::int64_t BlockIndex::device_elements(int device,
   for (auto const& block : blocks_)
     if (block.device != device) total += distinct_volume(regions, block.box);
   return total;
+}
+
+std::int64_t
+BlockIndex::remembered_grid_elements(std::vector<tdl::Box const*> const& regions) const {
+  // Keyed by the regions in order of their boxes: the sum does not depend on their order.
+  std::vector<tdl::Box const*> sorted = regions;
+  std::sort(sorted.begin(), sorted.end(), [](tdl::Box const* a, tdl::Box const* b) {
+    return std::lexicographical_compare(a->begin(), a->end(), b->begin(), b->end(),
+                                        [](tdl::Interval x, tdl::Interval y) {
+                                          return std::tie(x.lo, x.hi) < std::tie(y.lo, y.hi);
+                                        });
+  });
+  key_.clear();
+  for (auto const* r : sorted)
+    for (auto const& i : *r) {
+      key_.push_back(i.lo);
+      key_.push_back(i.hi);
+    }
+  auto it = grid_sums_.find(key_);
+  if (it == grid_sums_.end()) it = grid_sums_.emplace(key_, grid_elements(sorted)).first;
+  return it->second;
 }
 
 std::int64_t BlockIndex::grid_elements(std::vector<tdl::Box const*> const& regions) const {
@@ -160,13 +189,19 @@ std::int64_t BlockIndex::grid_elements(std::vector<tdl::Box const*> const& regio
   // Per cell, region j counts unless an earlier region meets the cell in the same box:
   // prod over i < j of (1 - [same]) expanded, each term a product over dimensions.
   std::int64_t total = 0;
-  for (std::size_t j = 0; j < regions.size(); ++j)
-    for (std::uint32_t others = 0; others < (std::uint32_t{1} << j); ++others) {
+  for (std::size_t j = 0; j < regions.size(); ++j) {
+    // Only earlier regions that meet region j can meet a cell in the same box.
+    std::uint32_t meets = 0;
+    for (std::size_t s = 0; s < j; ++s)
+      if (common_volume(*regions[s], *regions[j]) > 0) meets |= std::uint32_t{1} << s;
+    for (std::uint32_t others = meets;; others = (others - 1) & meets) {
       std::int64_t term = 1;
       for (std::size_t d = 0; d < rank && term != 0; ++d)
         term *= shared_length(d, regions, j, others);
       total += std::popcount(others) % 2 == 0 ? term : -term;
+      if (others == 0) break;
     }
+  }
   return total;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,9 @@ class BlockIndex {
  private:
   // What the distinct regions one device reads in one part fetch from the blocks of others.
   std::int64_t device_elements(int device, std::vector<tdl::Box const*> const& regions) const;
+  // grid_elements(), remembered: the pieces that read one region on many devices (a batch
+  // cut's replicas of a weight's part) ask for the same sum.
+  std::int64_t remembered_grid_elements(std::vector<tdl::Box const*> const& regions) const;
   // Sum over every cell of the grid of the distinct intersections of `regions` with it.
   std::int64_t grid_elements(std::vector<tdl::Box const*> const& regions) const;
   // Over every cell, what region j shares with the regions of `others` (a bit set) in dimension
@@ -57,6 +61,12 @@ class BlockIndex {
   bool grid_ = false;
   std::vector<std::vector<std::int64_t>> bounds_;       // per dimension, the cells' boundaries
   std::vector<std::pair<int, std::size_t>> on_device_;  // (device, block), by device
+  struct KeyHash {
+    std::size_t operator()(std::vector<std::int64_t> const& key) const;
+  };
+  // remembered_grid_elements()'s sums by the regions' bounds, and its key's buffer.
+  mutable std::unordered_map<std::vector<std::int64_t>, std::int64_t, KeyHash> grid_sums_;
+  mutable std::vector<std::int64_t> key_;
 };
 
 }  // namespace cleave::search::tofu
