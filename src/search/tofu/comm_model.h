@@ -74,9 +74,14 @@ class CommModel {
   // The lowered program's total transfer bytes for one configuration per op.
   std::int64_t evaluate(std::vector<plan::OpConfig> const& configs) const;
 
+  // Past this many (read, block) pairs a tensor's table is counted by BlockIndex instead of
+  // listing its fetches (comm_model.cc): listing costs the pairs once and then little per entry,
+  // counting costs every entry its reads. The tables are the same either way.
+  static constexpr std::int64_t kMaxListedPairs = std::int64_t{1} << 18;
   // The DP request over the nodes of `candidates`.
   Request request(Candidates const& candidates, std::int64_t max_factor_entries,
-                  RequestStats* stats = nullptr) const;
+                  RequestStats* stats = nullptr,
+                  std::int64_t max_listed_pairs = kMaxListedPairs) const;
 
  private:
   struct Reader {
