@@ -336,13 +336,8 @@ OpLayout CommModel::layout(ir::OpId op, plan::OpConfig const& config) const {
   // The pieces by output region, regions in order of first appearance (found by a map: a
   // search of the groups so far made this quadratic in the pieces).
   std::vector<std::pair<tdl::Box const*, std::vector<std::size_t>>> groups;
-  auto box_less = [](tdl::Box const* a, tdl::Box const* b) {
-    return std::lexicographical_compare(a->begin(), a->end(), b->begin(), b->end(),
-                                        [](tdl::Interval x, tdl::Interval y) {
-                                          return std::tie(x.lo, x.hi) < std::tie(y.lo, y.hi);
-                                        });
-  };
-  std::map<tdl::Box const*, std::size_t, decltype(box_less)> group_of(box_less);
+  auto by_box = [](tdl::Box const* a, tdl::Box const* b) { return lower::box_less(*a, *b); };
+  std::map<tdl::Box const*, std::size_t, decltype(by_box)> group_of(by_box);
   for (std::size_t k = 0; k < infos.size(); ++k) {
     auto [it, added] = group_of.try_emplace(&infos[k].output, groups.size());
     if (added) groups.push_back({&infos[k].output, {}});

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "lower/program.h"
+
 namespace cleave::search::tofu {
 namespace {
 
@@ -61,6 +63,7 @@ grid_bounds(std::vector<Block> const& blocks) {
     std::sort(bd.begin(), bd.end());
     bd.erase(std::unique(bd.begin(), bd.end()), bd.end());
     cells *= bd.size() - 1;
+    if (cells > blocks.size()) return std::nullopt;
   }
   if (cells != blocks.size()) return std::nullopt;
   std::vector<bool> taken(cells, false);
@@ -138,12 +141,8 @@ std::int64_t
 BlockIndex::remembered_grid_elements(std::vector<tdl::Box const*> const& regions) const {
   // Keyed by the regions in order of their boxes: the sum does not depend on their order.
   std::vector<tdl::Box const*> sorted = regions;
-  std::sort(sorted.begin(), sorted.end(), [](tdl::Box const* a, tdl::Box const* b) {
-    return std::lexicographical_compare(a->begin(), a->end(), b->begin(), b->end(),
-                                        [](tdl::Interval x, tdl::Interval y) {
-                                          return std::tie(x.lo, x.hi) < std::tie(y.lo, y.hi);
-                                        });
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [](tdl::Box const* a, tdl::Box const* b) { return lower::box_less(*a, *b); });
   key_.clear();
   for (auto const* r : sorted)
     for (auto const& i : *r) {
