@@ -168,6 +168,11 @@ TEST(TofuOptimality, EachStepAndTheWholePlanEqualExhaustiveSearch) {
         std::int64_t bytes = model->evaluate(cfg);
         if (best < 0 || bytes < best) best = bytes;
       });
+      // The same tables counted by BlockIndex instead of listed (comm_model.h).
+      Request counted = model->request(c, std::int64_t{1} << 30, nullptr, /*max_listed_pairs=*/0);
+      ASSERT_EQ(counted.factors.size(), r.factors.size());
+      for (std::size_t f = 0; f < r.factors.size(); ++f)
+        ASSERT_EQ(counted.factors[f].table, r.factors[f].table) << "graph " << graphs;
       Result dp = solve(r);
       ASSERT_TRUE(dp.exact);
       ASSERT_EQ(dp.cost, best) << "graph " << graphs << " step " << s;

@@ -81,16 +81,6 @@ std::vector<int> indexing_dims(tdl::BoundOp const& leader, std::size_t pos, std:
   return out;
 }
 
-// Row-major coordinates of piece p over `degrees`.
-std::vector<std::int64_t> coordinates(std::int64_t p, std::vector<std::int64_t> const& degrees) {
-  std::vector<std::int64_t> out(degrees.size());
-  for (std::size_t d = degrees.size(); d-- > 0;) {
-    out[d] = p % degrees[d];
-    p /= degrees[d];
-  }
-  return out;
-}
-
 // Ties each weight's half-copy cast to its first reader (a follower of it), and the ops that
 // hold the weight (its update and the ops tied to it: the gradient's cast back, the optimizer's
 // state) to the cast, whose iteration space they share, as copies of its configuration: the cast
@@ -131,6 +121,15 @@ void tie_weight_casts(CommModel const& model, UnionFind& uf, std::vector<int>& l
 }
 
 }  // namespace
+
+std::vector<std::int64_t> coordinates(std::int64_t p, std::vector<std::int64_t> const& degrees) {
+  std::vector<std::int64_t> out(degrees.size());
+  for (std::size_t d = degrees.size(); d-- > 0;) {
+    out[d] = p % degrees[d];
+    p /= degrees[d];
+  }
+  return out;
+}
 
 bool is_elementwise(tdl::BoundOp const& op) {
   if (op.opaque() || op.reducer() != tdl::Reducer::none) return false;

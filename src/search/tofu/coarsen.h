@@ -50,6 +50,10 @@ bool is_elementwise(tdl::BoundOp const& op);
 
 Coarsening coarsen(CommModel const& model, CoarsenOptions const& options = {});
 
+// Piece p's index along each dimension of a grid of `degrees` (pieces numbered row-major, as in
+// plan.h).
+std::vector<std::int64_t> coordinates(std::int64_t p, std::vector<std::int64_t> const& degrees);
+
 // The configuration of `follower` (a weight's half-copy cast, elementwise over the copy) given
 // its leader's, a reader of the copy: every leader dimension that indexes a dimension of the copy
 // as is cuts that dimension alike, on the same devices; the leader's other cuts (pieces that read

@@ -19,74 +19,14 @@ struct ReaderView {
   bool late = false;  // the reader's fetches belong to the tensor's late part
 };
 
-// A fetch the lowering would emit: (pass, source, destination, region), flat and allocation-free
-// so that deduplicating millions of them stays cheap. Fetches of the two passes never merge.
-constexpr std::size_t kMaxRank = 8;
-struct Fetch {
-  bool late = false;
-  int from = 0;
-  int to = 0;
-  std::array<std::int64_t, 2 * kMaxRank> bounds{};
-  auto key() const { return std::tie(late, from, to, bounds); }
-  bool operator<(Fetch const& o) const { return key() < o.key(); }
-  bool operator==(Fetch const& o) const { return key() == o.key(); }
-};
-
-// Volume of a ∩ b, 0 when empty; writes the intersection to `out`.
-std::int64_t intersect(tdl::Box const& a, tdl::Box const& b, tdl::Box& out) {
-  std::int64_t volume = 1;
-  out.resize(a.size());
-  for (std::size_t d = 0; d < a.size(); ++d) {
-    out[d] = {std::max(a[d].lo, b[d].lo), std::min(a[d].hi, b[d].hi)};
-    if (out[d].empty()) return 0;
-    volume *= out[d].size();
-  }
-  return volume;
-}
-
-std::int64_t fetch_volume(Fetch const& f) {
-  std::int64_t v = 1;
-  for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
-    v *= f.bounds[d + 1] - f.bounds[d];
-  return v;
-}
-
-// What one reader's pieces fetch from blocks on other devices (the lowering's deliver()).
-void collect_fetches(std::vector<Block> const& blocks, ReaderView const& r,
-                     std::vector<Fetch>& out) {
-  tdl::Box part;
-  for (std::size_t k = 0; k < r.pieces->size(); ++k) {
-    int device = (*r.devices)[k];
+// What one reader's pieces read of the tensor (the lowering's deliver() fetches each region's
+// parts held elsewhere).
+void add_reads(ReaderView const& r, std::vector<Read>& out) {
+  for (std::size_t k = 0; k < r.pieces->size(); ++k)
     for (std::size_t pos : *r.positions) {
       auto const& region = (*r.pieces)[k].inputs[pos];
-      if (region.empty()) continue;
-      for (auto const& block : blocks) {
-        if (block.device == device || intersect(region.box, block.box, part) == 0) continue;
-        CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
-        Fetch f{r.late, block.device, device, {}};
-        for (std::size_t d = 0; d < part.size(); ++d) {
-          f.bounds[2 * d] = part[d].lo;
-          f.bounds[2 * d + 1] = part[d].hi;
-        }
-        out.push_back(f);
-      }
+      if (!region.empty()) out.push_back({r.late, (*r.devices)[k], &region.box});
     }
-  }
-}
-
-// Elements fetched by the readers' pieces, identical fetches of one pass once (the lowering's
-// per-part `transfers`).
-std::int64_t fetched_elements(std::vector<Block> const& blocks,
-                              std::vector<ReaderView> const& readers) {
-  std::vector<Fetch> fetches;
-  for (auto const& r : readers)
-    collect_fetches(blocks, r, fetches);
-  std::sort(fetches.begin(), fetches.end());
-  fetches.erase(std::unique(fetches.begin(), fetches.end()), fetches.end());
-  std::int64_t total = 0;
-  for (auto const& f : fetches)
-    total += fetch_volume(f);
-  return total;
 }
 
 std::string degrees_key(plan::OpConfig const& c) {
@@ -158,27 +98,92 @@ void add_reduce_factors(CommModel const& model, Candidates const& c,
     if (!f.scope.empty()) r.factors.push_back(std::move(f));
 }
 
-// A tensor factor's table over `scope` (mixed radix, the first node most significant; the
-// holder's node first): per entry, the bytes of the union of what its readers fetch, each fetch
-// counted once as the lowering emits it. reader_pos[i] is reader i's position in the scope and
-// views[i][s] reader i under its node's strategy s; layouts[s] the holder under its strategy s.
-std::vector<std::int64_t> union_table(std::vector<OpLayout> const& layouts,
-                                      std::vector<std::vector<ReaderView>> const& views,
-                                      std::vector<std::size_t> const& reader_pos,
-                                      std::vector<int> const& scope, std::vector<int> const& counts,
-                                      std::int64_t elem) {
-  // Each (reader, its strategy, the holder's strategy) fetches a list of regions; an entry is
-  // the union of its readers' lists. Fetches are numbered once, so an entry is a pass over
-  // short integer lists instead of intersections and a sort.
-  std::size_t nh = layouts.size();
+// A fetch the lowering would emit: (pass, source, destination, region), flat and allocation-free
+// so that deduplicating many of them stays cheap. Fetches of the two passes never merge.
+constexpr std::size_t kMaxRank = 8;
+struct Fetch {
+  bool late = false;
+  int from = 0;
+  int to = 0;
+  std::array<std::int64_t, 2 * kMaxRank> bounds{};
+  auto key() const { return std::tie(late, from, to, bounds); }
+  bool operator<(Fetch const& o) const { return key() < o.key(); }
+  bool operator==(Fetch const& o) const { return key() == o.key(); }
+};
+
+std::int64_t fetch_volume(Fetch const& f) {
+  std::int64_t v = 1;
+  for (std::size_t d = 0; d < 2 * kMaxRank && f.bounds[d + 1] != f.bounds[d]; d += 2)
+    v *= f.bounds[d + 1] - f.bounds[d];
+  return v;
+}
+
+// What `reads` fetch from blocks on other devices, listed (the lowering's deliver()).
+void list_fetches(std::vector<Block> const& blocks, std::vector<Read> const& reads,
+                  std::vector<Fetch>& out) {
+  for (auto const& r : reads)
+    for (auto const& block : blocks) {
+      if (block.device == r.device) continue;
+      tdl::Box part = tdl::intersect(*r.region, block.box);
+      if (tdl::box_volume(part) == 0) continue;
+      CLEAVE_ASSERT(part.size() <= kMaxRank, "tensor rank above 8");
+      Fetch f{r.late, block.device, r.device, {}};
+      for (std::size_t d = 0; d < part.size(); ++d) {
+        f.bounds[2 * d] = part[d].lo;
+        f.bounds[2 * d + 1] = part[d].hi;
+      }
+      out.push_back(f);
+    }
+}
+
+// What a tensor factor's table is made of: the scope (mixed radix, the first node most
+// significant; the holder's node first) and the strategy counts; holders[s], the holder's blocks
+// under its strategy s; reads[i][s], what reader i reads under its node's strategy s, and
+// reader_pos[i] its node's position in the scope.
+struct TableParts {
+  std::vector<int> const& scope;
+  std::vector<int> const& counts;
+  std::vector<BlockIndex> const& holders;
+  std::vector<std::vector<std::vector<Read>>> const& reads;
+  std::vector<std::size_t> const& reader_pos;
+};
+
+// Calls fill(entry, digits, changed) on every entry in order, `changed` the first scope position
+// whose digit differs from the previous entry's (0 for the first).
+template <typename Fill> std::vector<std::int64_t> fill_table(TableParts const& t, Fill fill) {
+  std::size_t width = t.scope.size();
+  std::vector<int> digits(width, 0);
+  std::vector<std::int64_t> table(static_cast<std::size_t>(table_size(t.scope, t.counts)));
+  std::size_t changed = 0;
+  for (auto& entry : table) {
+    fill(entry, digits, changed);
+    changed = width;
+    while (changed-- > 0) {
+      if (++digits[changed] < t.counts[static_cast<std::size_t>(t.scope[changed])]) break;
+      digits[changed] = 0;
+    }
+  }
+  return table;
+}
+
+// The table with every fetch listed: each (reader, strategy, holder strategy) fetches a list of
+// regions and an entry is the union of its readers' lists. Fetches are numbered once, and the
+// union is built scope position by position: after an odometer step only the lists of the
+// readers at the changed positions are walked again. The lists grow with the square of the
+// devices (a region read whole by every piece is fetched from every block).
+std::vector<std::int64_t> listed_table(TableParts const& t) {
+  std::size_t nh = t.holders.size();
   std::vector<Fetch> all;
   std::vector<std::size_t> list_start;
-  for (auto const& reader : views)
-    for (auto const& view : reader)
-      for (std::size_t hs = 0; hs < nh; ++hs) {
+  std::vector<std::size_t> first_list(t.reads.size());
+  for (std::size_t i = 0; i < t.reads.size(); ++i) {
+    first_list[i] = list_start.size();
+    for (auto const& reads : t.reads[i])
+      for (auto const& holder : t.holders) {
         list_start.push_back(all.size());
-        collect_fetches(layouts[hs].blocks, view, all);
+        list_fetches(holder.blocks(), reads, all);
       }
+  }
   list_start.push_back(all.size());
   std::vector<std::size_t> order(all.size());
   for (std::size_t i = 0; i < order.size(); ++i)
@@ -193,53 +198,62 @@ std::vector<std::int64_t> union_table(std::vector<OpLayout> const& layouts,
       volume_of.push_back(fetch_volume(all[order[j]]));
     id_of[order[j]] = static_cast<int>(volume_of.size() - 1);
   }
-  std::vector<std::size_t> first_list(views.size());
-  for (std::size_t i = 0, lists = 0; i < views.size(); ++i) {
-    first_list[i] = lists;
-    lists += views[i].size() * nh;
-  }
-  // The union is built scope position by position: after an odometer step only the lists of
-  // the readers at the changed positions are walked again (issue 5: walking every reader's
-  // list per entry was most of WResNet-152's request time). mark[id]: the position and pass
-  // that counted fetch id; it counts for this entry while that position's pass is current.
-  std::size_t width = scope.size();
+  // mark[id]: the position and pass that counted fetch id; it counts for this entry while that
+  // position's pass is current.
+  std::size_t width = t.scope.size();
   std::vector<std::vector<std::size_t>> at_position(width);
-  for (std::size_t i = 0; i < views.size(); ++i)
-    at_position[reader_pos[i]].push_back(i);
+  for (std::size_t i = 0; i < t.reads.size(); ++i)
+    at_position[t.reader_pos[i]].push_back(i);
   std::vector<std::pair<std::size_t, std::size_t>> mark(volume_of.size(), {0, 0});
   std::vector<std::size_t> pass(width, 0);
   std::vector<std::int64_t> sum(width + 1, 0);  // sum[p + 1]: positions 0..p's union
-  std::vector<int> digits(width, 0);
   std::size_t passes = 0;
-  auto count_from = [&](std::size_t first) {
-    auto hs = static_cast<std::size_t>(digits[0]);
-    for (std::size_t p = first; p < width; ++p) {
-      pass[p] = ++passes;
-      sum[p + 1] = sum[p];
-      for (std::size_t i : at_position[p]) {
-        std::size_t list = first_list[i] + static_cast<std::size_t>(digits[p]) * nh + hs;
-        for (std::size_t j = list_start[list]; j < list_start[list + 1]; ++j) {
-          auto& [at, by] = mark[static_cast<std::size_t>(id_of[j])];
-          if (at <= p && pass[at] == by && by != 0) continue;
-          at = p;
-          by = pass[p];
-          sum[p + 1] += volume_of[static_cast<std::size_t>(id_of[j])];
+  return fill_table(
+      t, [&](std::int64_t& entry, std::vector<int> const& digits, std::size_t changed) {
+        auto hs = static_cast<std::size_t>(digits[0]);
+        for (std::size_t p = changed; p < width; ++p) {
+          pass[p] = ++passes;
+          sum[p + 1] = sum[p];
+          for (std::size_t i : at_position[p]) {
+            std::size_t list = first_list[i] + static_cast<std::size_t>(digits[p]) * nh + hs;
+            for (std::size_t j = list_start[list]; j < list_start[list + 1]; ++j) {
+              auto& [at, by] = mark[static_cast<std::size_t>(id_of[j])];
+              if (at <= p && pass[at] == by && by != 0) continue;
+              at = p;
+              by = pass[p];
+              sum[p + 1] += volume_of[static_cast<std::size_t>(id_of[j])];
+            }
+          }
         }
-      }
+        entry = sum[width];
+      });
+}
+
+// The table counted by BlockIndex: an entry costs its reads, whatever the number of blocks.
+std::vector<std::int64_t> counted_table(TableParts const& t) {
+  std::vector<Read> reads;
+  return fill_table(t, [&](std::int64_t& entry, std::vector<int> const& digits, std::size_t) {
+    reads.clear();
+    for (std::size_t i = 0; i < t.reads.size(); ++i) {
+      auto const& r = t.reads[i][static_cast<std::size_t>(digits[t.reader_pos[i]])];
+      reads.insert(reads.end(), r.begin(), r.end());
     }
-  };
-  count_from(0);
-  std::vector<std::int64_t> table(static_cast<std::size_t>(table_size(scope, counts)));
-  for (auto& entry : table) {
-    entry = sum[width] * elem;
-    std::size_t i = width;
-    while (i-- > 0) {
-      if (++digits[i] < counts[static_cast<std::size_t>(scope[i])]) break;
-      digits[i] = 0;
-    }
-    if (i < width) count_from(i);
-  }
-  return table;
+    entry = t.holders[static_cast<std::size_t>(digits[0])].fetched_elements(reads);
+  });
+}
+
+// A tensor factor's table: per entry, the elements its readers fetch, identical fetches once;
+// listed up to `max_listed_pairs` (read, block) pairs, counted past them (WResNet-152 on 8
+// devices: 1.2 s of search listed, 3.8 s counted; GPT-3 on 256 devices: 46 s listed, 14 s
+// counted; the plans the same).
+std::vector<std::int64_t> union_table(TableParts const& t, std::int64_t max_listed_pairs) {
+  std::int64_t reads = 0, blocks = 0;
+  for (auto const& reader : t.reads)
+    for (auto const& r : reader)
+      reads += static_cast<std::int64_t>(r.size());
+  for (auto const& h : t.holders)
+    blocks += static_cast<std::int64_t>(h.blocks().size());
+  return reads * blocks <= max_listed_pairs ? listed_table(t) : counted_table(t);
 }
 
 }  // namespace
@@ -319,14 +333,15 @@ OpLayout CommModel::layout(ir::OpId op, plan::OpConfig const& config) const {
   auto const& infos = pieces(op, config);
   OpLayout out;
   std::int64_t elem = ir::dtype_bytes(graph_->tensor(graph_->op(op).outputs[0]).type.dtype);
+  // The pieces by output region, regions in order of first appearance (found by a map: a
+  // search of the groups so far made this quadratic in the pieces).
   std::vector<std::pair<tdl::Box const*, std::vector<std::size_t>>> groups;
+  auto by_box = [](tdl::Box const* a, tdl::Box const* b) { return lower::box_less(*a, *b); };
+  std::map<tdl::Box const*, std::size_t, decltype(by_box)> group_of(by_box);
   for (std::size_t k = 0; k < infos.size(); ++k) {
-    auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](auto const& g) { return *g.first == infos[k].output; });
-    if (it == groups.end())
-      groups.push_back({&infos[k].output, {k}});
-    else
-      it->second.push_back(k);
+    auto [it, added] = group_of.try_emplace(&infos[k].output, groups.size());
+    if (added) groups.push_back({&infos[k].output, {}});
+    groups[it->second].second.push_back(k);
   }
   for (auto const& [region, members] : groups) {
     if (!infos[members[0]].partial) {
@@ -360,13 +375,13 @@ std::int64_t CommModel::tensor_bytes(
   auto h = holder(t);
   if (!h) return 0;
   CLEAVE_ASSERT(holder_config != nullptr, "a held tensor needs its holder's configuration");
-  OpLayout l = layout(*h, *holder_config);
-  std::vector<ReaderView> views;
+  std::vector<Read> reads;
   for (auto const& [op, config] : readers)
     for (auto const& r : readers_[t.value()])
       if (r.op == op)
-        views.push_back({&pieces(op, *config), &config->devices, &r.positions, r.late});
-  return fetched_elements(l.blocks, views) * ir::dtype_bytes(graph_->tensor(t).type.dtype);
+        add_reads({&pieces(op, *config), &config->devices, &r.positions, r.late}, reads);
+  return BlockIndex(layout(*h, *holder_config).blocks).fetched_elements(reads) *
+         ir::dtype_bytes(graph_->tensor(t).type.dtype);
 }
 
 std::int64_t CommModel::evaluate(std::vector<plan::OpConfig> const& configs) const {
@@ -388,6 +403,7 @@ std::int64_t CommModel::evaluate(std::vector<plan::OpConfig> const& configs) con
 struct CommModel::Building {
   Candidates const& c;
   std::int64_t max_factor_entries;
+  std::int64_t max_listed_pairs;
   // Per op, its signature and candidates: ops with equal keys have equal tables.
   std::vector<std::string> op_key;
   TableCache tables;
@@ -397,9 +413,9 @@ struct CommModel::Building {
 };
 
 Request CommModel::request(Candidates const& c, std::int64_t max_factor_entries,
-                           RequestStats* stats) const {
+                           RequestStats* stats, std::int64_t max_listed_pairs) const {
   RequestStats local;
-  Building b{c, max_factor_entries, {}, {}, {}, stats ? *stats : local};
+  Building b{c, max_factor_entries, max_listed_pairs, {}, {}, {}, stats ? *stats : local};
   b.r.num_strategies = strategy_counts(c);
   b.op_key.resize(graph_->num_ops());
   for (auto const& op : graph_->ops())
@@ -441,7 +457,7 @@ CommModel::reader_sets(ir::TensorId t, ir::OpId holder, Building& b) const {
 void CommModel::add_tensor_factors(ir::Tensor const& t, Building& b) const {
   auto h = holder(t.id);
   if (!h || readers_[t.id.value()].empty()) return;
-  std::vector<OpLayout> layouts;
+  std::vector<BlockIndex> holders;
   for (auto const& set : reader_sets(t.id, *h, b)) {
     Factor f;
     f.scope = {b.node(*h)};
@@ -465,21 +481,23 @@ void CommModel::add_tensor_factors(ir::Tensor const& t, Building& b) const {
       b.r.factors.push_back(std::move(f));
       continue;
     }
-    if (layouts.empty())
+    if (holders.empty())
       for (auto const& cfg : b.c.configs[h->value()])
-        layouts.push_back(layout(*h, cfg));
-    // Per reader, its position in the scope and its view under each of its node's strategies.
+        holders.emplace_back(layout(*h, cfg).blocks);
+    // Per reader, its position in the scope and its reads under each of its node's strategies.
     std::vector<std::size_t> reader_pos;
-    std::vector<std::vector<ReaderView>> reader_views;
+    std::vector<std::vector<std::vector<Read>>> reads;
     for (auto const* rd : set) {
       reader_pos.push_back(position(b.node(rd->op)));
-      reader_views.emplace_back();
+      reads.emplace_back();
       for (auto const& cfg : b.c.configs[rd->op.value()])
-        reader_views.back().push_back(
-            {&pieces(rd->op, cfg), &cfg.devices, &rd->positions, rd->late});
+        add_reads({&pieces(rd->op, cfg), &cfg.devices, &rd->positions, rd->late},
+                  reads.back().emplace_back());
     }
-    f.table = union_table(layouts, reader_views, reader_pos, f.scope, b.r.num_strategies,
-                          ir::dtype_bytes(t.type.dtype));
+    f.table =
+        union_table({f.scope, b.r.num_strategies, holders, reads, reader_pos}, b.max_listed_pairs);
+    for (auto& entry : f.table)
+      entry *= ir::dtype_bytes(t.type.dtype);
     b.stats.entries += static_cast<std::int64_t>(f.table.size());
     b.tables.emplace(std::move(key), f.table);
     b.r.factors.push_back(std::move(f));

@@ -24,15 +24,10 @@
 
 #include "ops/op_registry.h"
 #include "plan/plan.h"
+#include "search/tofu/fetch_count.h"
 #include "search/tofu/solver.h"
 
 namespace cleave::search::tofu {
-
-// A block of a tensor held by one device (or device group, in a recursion step).
-struct Block {
-  tdl::Box box;
-  int device = 0;
-};
 
 // What an op's configuration means for communication: where its output lives and what its
 // partial outputs cost to reduce.
@@ -79,9 +74,14 @@ class CommModel {
   // The lowered program's total transfer bytes for one configuration per op.
   std::int64_t evaluate(std::vector<plan::OpConfig> const& configs) const;
 
+  // Past this many (read, block) pairs a tensor's table is counted by BlockIndex instead of
+  // listing its fetches (comm_model.cc): listing costs the pairs once and then little per entry,
+  // counting costs every entry its reads. The tables are the same either way.
+  static constexpr std::int64_t kMaxListedPairs = std::int64_t{1} << 18;
   // The DP request over the nodes of `candidates`.
   Request request(Candidates const& candidates, std::int64_t max_factor_entries,
-                  RequestStats* stats = nullptr) const;
+                  RequestStats* stats = nullptr,
+                  std::int64_t max_listed_pairs = kMaxListedPairs) const;
 
  private:
   struct Reader {

@@ -38,12 +38,12 @@ plan::OpConfig config_from_history(tdl::BoundOp const& op, std::vector<int> cons
     pieces *= d;
   c.devices.resize(static_cast<std::size_t>(pieces));
   for (std::int64_t p = 0; p < pieces; ++p) {
-    // Row-major piece index -> index along each dimension -> the part at each step that cut it
-    // (mixed radix, the earliest step most significant).
-    std::int64_t rest = p, group = 0;
+    // Index along each dimension -> the part at each step that cut it (mixed radix, the earliest
+    // step most significant).
+    auto at = coordinates(p, c.degrees);
+    std::int64_t group = 0;
     for (std::size_t d = dims.size(); d-- > 0;) {
-      std::int64_t i = rest % c.degrees[d];
-      rest /= c.degrees[d];
+      std::int64_t i = at[d];
       for (std::size_t t = history.size(); t-- > 0;) {
         if (history[t] != static_cast<int>(d)) continue;
         group += (i % ways[t]) * weight[t];
@@ -147,7 +147,10 @@ TofuResult tofu_search(CommModel const& model, int devices, TofuOptions const& o
     report.exact = r.exact && report.stats.split_factors == 0;
     report.nodes = static_cast<int>(request.num_strategies.size());
     report.largest_scope = r.largest_scope;
-    report.comm_bytes = model.evaluate(configs);
+    // The request prices every tensor's fetches over all its readers unless a factor was split
+    // (then it over-counts): its cost of the chosen strategies is the plan's bytes, and
+    // evaluating the plan again would cost as much as the request.
+    report.comm_bytes = report.stats.split_factors == 0 ? r.cost : model.evaluate(configs);
     out.steps.push_back(report);
     bool stop = options.keep_going && !options.keep_going(&out.steps.back());
     if (stop || s + 1 == ways.size()) {
