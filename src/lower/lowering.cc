@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -267,13 +268,19 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
   if (auto g = gate[t.value()])
     for (auto const& b : layout[graph.op(*g).outputs[0].value()])
       if (b.task) gate_tasks.push_back(*b.task);
-  // Passes whose fetches are one regular all-gather, lowered per device: its members' ids in
-  // the part, one per block (CollectiveForm).
-  auto gathers = regular_gathers(t);
-  std::array<std::uint32_t, 2> first_member{};
-  for (Pass pass : {early_pass, late_pass})
-    if (gathers.regular[pass])
-      first_member[pass] = gather_per_device(t, pass, parts[pass], gate_tasks, gathers.block_on);
+  // Passes whose fetches are gathers within groups of t's blocks (gather_groups), lowered per
+  // device where the form asks for it: each block's member's id in the part (CollectiveForm).
+  // Not under swaps: a member gathers from its group, and the schedule would take it for a reader
+  // of every block the group holds before the step, its own device's included.
+  auto gathers = gather_groups(t);
+  std::array<bool, 2> per_device{};
+  std::array<std::vector<std::uint32_t>, 2> member_of;
+  for (Pass pass : {early_pass, late_pass}) {
+    per_device[pass] =
+        gathers.regular[pass] && form == CollectiveForm::per_device && plan.swaps.empty();
+    if (per_device[pass])
+      member_of[pass] = gather_per_device(t, pass, parts[pass], gate_tasks, gathers);
+  }
   BlockIndex<Held> index(blocks);
   std::vector<std::uint32_t> candidates;
   Moves delivered;                 // inputs: (device, device, region) of the blocks delivered
@@ -300,11 +307,11 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
             part.initial.push_back({t, region, d});
           continue;
         }
-        if (gathers.regular[pass]) {  // its own block, and what the others send it
+        if (per_device[pass]) {  // its own block, and what the others of its group send it
           auto own = static_cast<std::uint32_t>(gathers.block_on[static_cast<std::size_t>(d)]);
           if (blocks[own].task) read.pieces.refs.push_back(*blocks[own].task);
           if (!contains(blocks[own].region, region))
-            read.pieces.refs.push_back({self, first_member[pass] + own});
+            read.pieces.refs.push_back({self, member_of[pass][own]});
           continue;
         }
         std::int64_t covered = 0;
@@ -340,42 +347,56 @@ void Lowering::State::build_tensor_part(ir::TensorId t) {
       part.reads.push_back(std::move(read));
     }
   }
-  if (!gathers.regular[early_pass])
-    all_gather(t, parts[early_pass], transfers[early_pass], /*may_complete=*/true);
-  if (!gathers.regular[late_pass])
-    all_gather(t, parts[late_pass], transfers[late_pass], /*may_complete=*/false);
+  for (Pass pass : {early_pass, late_pass})
+    if (!per_device[pass]) gather_explicitly(t, pass, parts[pass], transfers[pass], gathers);
   tensor_part(t, early_pass) = std::move(parts[early_pass]);
   tensor_part(t, late_pass) = std::move(parts[late_pass]);
 }
 
+void Lowering::State::gather_explicitly(ir::TensorId t, Pass pass, TensorPart& part,
+                                        Moves const& transfers, Gathers const& gathers) {
+  bool may_complete = pass == early_pass;
+  if (gathers.regular[pass]) {
+    for (auto const& group : gathers.groups[pass])
+      all_gather(t, part, transfers, group.blocks, group.region, may_complete);
+    return;
+  }
+  std::vector<std::uint32_t> all(layout[t.value()].size());
+  std::iota(all.begin(), all.end(), 0u);
+  all_gather(t, part, transfers, all, tdl::whole_box(graph.tensor(t).type.shape), may_complete);
+}
+
 void Lowering::State::all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers,
+                                 std::span<std::uint32_t const> members, tdl::Box const& region,
                                  bool may_complete) {
   auto const& blocks = layout[t.value()];
-  if (blocks.size() < 2) return;
+  if (members.size() < 2) return;
   Collective ag;
+  auto local = static_cast<CollectiveId>(part.collectives.size());
   std::vector<bool> in_group(static_cast<std::size_t>(plan.num_devices), false);
-  for (auto const& b : blocks) {
-    if (in_group[static_cast<std::size_t>(b.device)]) return;
-    in_group[static_cast<std::size_t>(b.device)] = true;
-    ag.group.push_back(b.device);
+  for (auto i : members) {
+    if (in_group[static_cast<std::size_t>(blocks[i].device)]) return;
+    in_group[static_cast<std::size_t>(blocks[i].device)] = true;
+    ag.group.push_back(blocks[i].device);
   }
-  for (auto const& from : blocks)
-    for (auto const& to : blocks) {
-      if (from.device == to.device) continue;
-      auto it = transfers.find(std::make_tuple(from.device, to.device, from.region));
+  for (auto from : members)
+    for (auto to : members) {
+      if (from == to) continue;
+      auto it = transfers.find(
+          std::make_tuple(blocks[from].device, blocks[to].device, blocks[from].region));
       if (it == transfers.end()) return;
       ag.members.push_back(it->second);
     }
   std::sort(ag.group.begin(), ag.group.end());
   std::sort(ag.members.begin(), ag.members.end());
   for (auto m : ag.members)
-    part.tasks[m].collective = 0;
+    part.tasks[m].collective = local;
   ag.kind = CollectiveKind::all_gather;
   ag.tensor = t;
-  ag.region = tdl::whole_box(graph.tensor(t).type.shape);
-  ag.bytes = Bytes(tensor_bytes(graph.tensor(t), ag.region));
+  ag.region = region;
+  ag.bytes = Bytes(tensor_bytes(graph.tensor(t), region));
   part.collectives.push_back(std::move(ag));
-  if (may_complete) part.completes = completed_reduce_scatter(t);
+  if (may_complete && members.size() == blocks.size()) part.completes = completed_reduce_scatter(t);
 }
 
 std::optional<CollectiveId> Lowering::State::completed_reduce_scatter(ir::TensorId t) const {
@@ -393,22 +414,21 @@ std::optional<CollectiveId> Lowering::State::completed_reduce_scatter(ir::Tensor
   return rs;
 }
 
-Lowering::State::Gathers Lowering::State::regular_gathers(ir::TensorId t) const {
+Lowering::State::Gathers Lowering::State::gather_groups(ir::TensorId t) const {
   Gathers out;
   auto const& blocks = layout[t.value()];
-  if (form != CollectiveForm::per_device || from_readers[t.value()] || !plan.swaps.empty() ||
-      blocks.size() < 2)
-    return out;
-  out.block_on.assign(static_cast<std::size_t>(plan.num_devices), -1);
+  if (from_readers[t.value()] || blocks.size() < 2) return out;
+  auto const devices = static_cast<std::size_t>(plan.num_devices);
+  out.block_on.assign(devices, -1);
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     auto& at = out.block_on[static_cast<std::size_t>(blocks[i].device)];
     if (at >= 0) return out;
     at = static_cast<int>(i);
   }
-  tdl::Box whole = tdl::whole_box(graph.tensor(t).type.shape);
-  std::array<bool, 2> any{}, whole_reads{true, true};
-  std::array<std::vector<bool>, 2> reads;
-  reads.fill(std::vector<bool>(static_cast<std::size_t>(plan.num_devices), false));
+  // Per pass and device: the one region it reads beyond its own block, which holds part of it.
+  std::array<std::vector<std::optional<tdl::Box>>, 2> wants;
+  wants.fill(std::vector<std::optional<tdl::Box>>(devices));
+  std::array<bool, 2> one_region{true, true};
   for (ir::OpId c : graph.consumers(t)) {
     Pass pass = pass_of(t, c);
     ir::Op const& op = graph.op(c);
@@ -417,56 +437,96 @@ Lowering::State::Gathers Lowering::State::regular_gathers(ir::TensorId t) const 
       for (std::size_t k = 0; k < read.size() && op.inputs[i] == t; ++k) {
         if (read.none(k, i)) continue;
         auto d = static_cast<std::size_t>(plan.ops[c.value()].devices[k]);
+        int own = out.block_on[d];
         tdl::Box const region = read.region(k, i);
-        if (out.block_on[d] >= 0 &&
-            contains(blocks[static_cast<std::size_t>(out.block_on[d])].region, region))
+        if (own >= 0 && contains(blocks[static_cast<std::size_t>(own)].region, region))
           continue;  // read where it is held: no transfer
-        any[pass] = true;
-        whole_reads[pass] = whole_reads[pass] && region == whole && out.block_on[d] >= 0;
-        reads[pass][d] = true;
+        auto& want = wants[pass][d];
+        if (own < 0 || !contains(region, blocks[static_cast<std::size_t>(own)].region) ||
+            (want && *want != region))
+          one_region[pass] = false;
+        want = region;
       }
   }
-  for (Pass pass : {early_pass, late_pass})
-    out.regular[pass] = any[pass] && whole_reads[pass] &&
-                        std::all_of(blocks.begin(), blocks.end(), [&](Held const& b) {
-                          return reads[pass][static_cast<std::size_t>(b.device)];
-                        });
+  BlockIndex<Held> index(blocks);
+  std::vector<std::uint32_t> candidates;
+  for (Pass pass : {early_pass, late_pass}) {
+    if (!one_region[pass]) continue;
+    // Each device's region is its group's: the blocks it overlaps, each inside it, covering it,
+    // their devices all reading that region.
+    std::vector<bool> grouped(blocks.size(), false);
+    std::vector<GatherGroup> groups;
+    bool regular = true;
+    for (std::size_t d = 0; d < devices && regular; ++d) {
+      auto const& want = wants[pass][d];
+      if (!want || grouped[static_cast<std::size_t>(out.block_on[d])]) continue;
+      GatherGroup group{*want, {}};
+      std::int64_t covered = 0;
+      index.candidates(group.region, candidates);
+      for (auto at : candidates) {
+        Held const& b = blocks[at];
+        if (tdl::box_volume(tdl::intersect(group.region, b.region)) == 0) continue;
+        regular = regular && contains(group.region, b.region) &&
+                  wants[pass][static_cast<std::size_t>(b.device)] == group.region;
+        covered += tdl::box_volume(b.region);
+        grouped[at] = true;
+        group.blocks.push_back(at);
+      }
+      regular = regular && covered == tdl::box_volume(group.region);
+      groups.push_back(std::move(group));
+    }
+    out.regular[pass] = regular && !groups.empty();
+    if (out.regular[pass]) out.groups[pass] = std::move(groups);
+  }
   return out;
 }
 
-std::uint32_t Lowering::State::gather_per_device(ir::TensorId t, Pass pass, TensorPart& part,
-                                                 std::vector<Ref> const& gate_tasks,
-                                                 std::vector<int> const& block_on) {
+std::vector<std::uint32_t> Lowering::State::gather_per_device(ir::TensorId t, Pass pass,
+                                                              TensorPart& part,
+                                                              std::vector<Ref> const& gate_tasks,
+                                                              Gathers const& gathers) {
   auto const& blocks = layout[t.value()];
   auto const& tensor = graph.tensor(t);
-  Collective ag;
-  ag.kind = CollectiveKind::all_gather;
-  ag.tensor = t;
-  ag.region = tdl::whole_box(tensor.type.shape);
-  ag.bytes = Bytes(tensor_bytes(tensor, ag.region));
-  auto first = static_cast<std::uint32_t>(part.tasks.size());
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    Task move;
-    move.kind = TaskKind::transfer;
-    move.device = blocks[i].device;
-    move.tensor = t;
-    move.region = ag.region;
-    move.bytes = Bytes(ag.bytes.value() - tensor_bytes(tensor, blocks[i].region));
-    move.collective = 0;
-    std::vector<Ref> deps;
-    if (blocks[i].task) deps.push_back(*blocks[i].task);
-    for (auto g : gate_tasks) {
-      int on = part_of(g.part).tasks[g.index].device;
-      bool here = on == blocks[i].device || (i == 0 && block_on[static_cast<std::size_t>(on)] < 0);
-      if (pass == late_pass && here) deps.push_back(g);
+  std::vector<std::uint32_t> member_of(blocks.size(), ~std::uint32_t{0});
+  std::vector<bool> in_group(static_cast<std::size_t>(plan.num_devices), false);
+  for (auto const& group : gathers.groups[pass]) {
+    Collective ag;
+    ag.kind = CollectiveKind::all_gather;
+    ag.tensor = t;
+    ag.region = group.region;
+    ag.bytes = Bytes(tensor_bytes(tensor, ag.region));
+    auto local = static_cast<CollectiveId>(part.collectives.size());
+    for (auto i : group.blocks)
+      in_group[static_cast<std::size_t>(blocks[i].device)] = true;
+    for (auto i : group.blocks) {
+      Task move;
+      move.kind = TaskKind::transfer;
+      move.device = blocks[i].device;
+      move.tensor = t;
+      move.region = ag.region;
+      move.bytes = Bytes(ag.bytes.value() - tensor_bytes(tensor, blocks[i].region));
+      move.collective = local;
+      std::vector<Ref> deps;
+      if (blocks[i].task) deps.push_back(*blocks[i].task);
+      for (auto g : gate_tasks) {
+        int on = part_of(g.part).tasks[g.index].device;
+        bool here = on == blocks[i].device ||
+                    (i == group.blocks[0] && !in_group[static_cast<std::size_t>(on)]);
+        if (pass == late_pass && here) deps.push_back(g);
+      }
+      member_of[i] = part.add(std::move(move), deps);
+      ag.members.push_back(member_of[i]);
+      ag.group.push_back(blocks[i].device);
     }
-    ag.members.push_back(part.add(std::move(move), deps));
-    ag.group.push_back(blocks[i].device);
+    for (auto i : group.blocks)
+      in_group[static_cast<std::size_t>(blocks[i].device)] = false;
+    std::sort(ag.group.begin(), ag.group.end());
+    part.collectives.push_back(std::move(ag));
   }
-  std::sort(ag.group.begin(), ag.group.end());
-  part.collectives.push_back(std::move(ag));
-  if (pass == early_pass) part.completes = completed_reduce_scatter(t);
-  return first;
+  if (pass == early_pass && gathers.groups[pass].size() == 1 &&
+      gathers.groups[pass][0].blocks.size() == blocks.size())
+    part.completes = completed_reduce_scatter(t);
+  return member_of;
 }
 
 Lowering::Lowering(std::unique_ptr<State> state) : state_(std::move(state)) {}

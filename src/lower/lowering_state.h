@@ -242,35 +242,52 @@ struct Lowering::State {
   // Builds both parts of tensor t (see Pass).
   void build_tensor_part(ir::TensorId t);
 
-  // An all-gather: the tensor's blocks lie on distinct devices (at least two) and every one of
-  // them receives every other one's whole block. Other transfers stay point to point. When every
-  // block is a part of one reduce-scatter, the two are one all-reduce (early parts only: the late
-  // part runs in the backward pass, long after the reduce-scatter).
-  void all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers, bool may_complete);
+  // An all-gather among t's blocks `members` (on distinct devices, at least two), whose union is
+  // `region`: when the part's transfers carry each of those blocks whole to every other one's
+  // device, they become its members. Other transfers stay point to point. When the members are
+  // every block and each is a part of one reduce-scatter, the two are one all-reduce (early parts
+  // only: the late part runs in the backward pass, long after the reduce-scatter).
+  void all_gather(ir::TensorId t, TensorPart& part, Moves const& transfers,
+                  std::span<std::uint32_t const> members, tdl::Box const& region,
+                  bool may_complete);
 
   // The reduce-scatter of t's producer whose parts are all of t's blocks, if one is: an
   // all-gather of the blocks completes it into an all-reduce.
   std::optional<CollectiveId> completed_reduce_scatter(ir::TensorId t) const;
 
-  // Which passes of t fetch one all-gather that may be lowered per device: t's blocks lie on
-  // distinct devices (at least two), every piece of the pass that reads t reads all of it or
-  // only its own device's block, and the devices that read all of it are the blocks' devices. The
-  // explicit form's all-gather is then every transfer of the pass, and every reading piece waits
-  // for all it receives.
+  // A group of t's blocks gathered among their devices: `region` is exactly their union, and
+  // each of their devices reads it (issue 21: Tofu's pieces gather each weight region from the
+  // devices of the other pieces that read it). The whole-tensor all-gather is one group.
+  struct GatherGroup {
+    tdl::Box region;
+    std::vector<std::uint32_t> blocks;  // ascending
+  };
+  // Which passes of t fetch only through gathers within disjoint groups of its blocks: t's blocks
+  // lie on distinct devices (at least two), and every piece of the pass that reads more than its
+  // own device's block reads the whole of its device's group's region and nothing else. The
+  // explicit form's transfers of the pass are then every pair of each group's blocks, and every
+  // reading piece waits for all its device receives.
   struct Gathers {
     std::array<bool, 2> regular{};
-    std::vector<int> block_on;  // per device: the index of its block, or -1
+    std::array<std::vector<GatherGroup>, 2> groups;  // per pass, where regular
+    std::vector<int> block_on;                       // per device: the index of its block, or -1
   };
-  Gathers regular_gathers(ir::TensorId t) const;
+  Gathers gather_groups(ir::TensorId t) const;
 
-  // A regular all-gather of t (regular_gathers) lowered per device: one member per block, in the
-  // blocks' order, on the block's device, receiving the other blocks. A member waits for its own
-  // block's writer; a late part's members also for the gate's writers on their device (any on
-  // no member's device, the first member), so that the collective waits for all of them as the
-  // explicit form's transfers do. Returns the first member's id in the part.
-  std::uint32_t gather_per_device(ir::TensorId t, Pass pass, TensorPart& part,
-                                  std::vector<Ref> const& gate_tasks,
-                                  std::vector<int> const& block_on);
+  // The explicit form's all-gathers of a pass of t: one per group where the pass is regular
+  // (gather_groups), else one of the whole tensor where its transfers amount to one.
+  void gather_explicitly(ir::TensorId t, Pass pass, TensorPart& part, Moves const& transfers,
+                         Gathers const& gathers);
+
+  // The groups of a regular pass of t (gather_groups) lowered per device: per group an all-gather
+  // with one member per block, in the blocks' order, on the block's device, receiving the group's
+  // other blocks. A member waits for its own block's writer; a late part's members also for the
+  // gate's writers on their device (those on no member's device, the group's first member), so
+  // that each collective waits for all of them as the explicit form's transfers do. Returns per
+  // block its member's index in the part (blocks in no group: none).
+  std::vector<std::uint32_t> gather_per_device(ir::TensorId t, Pass pass, TensorPart& part,
+                                               std::vector<Ref> const& gate_tasks,
+                                               Gathers const& gathers);
 
   // Assembles `program` from the parts. With `rebuilt` (per part, after a reconfigure), the
   // program is updated in place: parts before the first one that changed keep their tasks and

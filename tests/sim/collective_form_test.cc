@@ -1,8 +1,9 @@
 // Collectives lowered per device (lower::CollectiveForm, issue 21) predict exactly what the
 // explicit transfers predict: the same step, breakdown, traffic, collectives, and each device's
 // time and memory over the step, on every zoo model at up to 16 devices, over plans that are
-// regular (data-parallel, Megatron) and plans with random ops mixed in, on GPUs and on CPU cores
-// (which reduce on their compute stream). And evaluate() gives what predict() gives of the
+// regular (data-parallel, Megatron), plans whose all-gathers are within groups of devices (Tofu)
+// and plans with random ops mixed in, on GPUs and on CPU cores (which reduce on their compute
+// stream). And evaluate() gives what predict() gives of the
 // program it lowered.
 #include <gtest/gtest.h>
 
@@ -63,7 +64,7 @@ void expect_same(Evaluation const& a, Evaluation const& b) {
 struct Case {
   char const* model;
   std::int64_t batch;
-  std::size_t settings = 5;  // the first of `settings` below (Inception's ops are many)
+  std::size_t settings = 7;  // the first of `settings` below (Inception's ops are many)
 };
 
 // Every zoo family, small.
@@ -94,6 +95,9 @@ Setting const settings[] = {
     {"cpu:devices=4", "data-parallel", 5},              // reductions on the compute stream
     {"h100-2x8:gpus_per_node=2", "single", 100},        // every op random on 4 GPUs
     {"h100-2x8", "data-parallel", 0},                   // 16 GPUs
+    // Tofu's pieces gather weight regions within groups of devices (issue 21)
+    {"h100-2x8:gpus_per_node=4", "tofu", 0},
+    {"h100-2x8", "tofu", 0},
 };
 
 class CollectiveForms : public ::testing::TestWithParam<Case> {};
@@ -180,6 +184,42 @@ TEST(CollectiveForm, DataParallelCollectivesHaveOneMemberPerDevice) {
     }
   }
   EXPECT_GT(regular, 0u);
+}
+
+// Tofu's pieces read each weight region whole from the devices of the other pieces that read it
+// (issue 21): all-gathers within groups of the weight's blocks. Both forms lower each as one
+// collective over its group: the explicit form with a transfer per pair of the group's devices,
+// the per-device form with a member per device.
+TEST(CollectiveForm, TofuGathersWithinGroupsAreCollectives) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto graph = autodiff::build_training_graph(
+      *models::ModelZoo::with_builtins().build(
+          "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=64,batch=16", *registry),
+      *registry);
+  ASSERT_TRUE(graph.has_value());
+  auto cluster = *cluster::load_cluster("h100-2x8");
+  cost::CostModel cost(cluster);
+  search::SearchContext ctx{*graph, *registry, cost, "h100-2x8", "gpt", 16, 0};
+  auto plan = *search::make_plan("tofu", ctx);
+  auto compact = lower::lower(*graph, plan, *registry, lower::CollectiveForm::per_device);
+  auto full = lower::lower(*graph, plan, *registry);
+  ASSERT_TRUE(compact.has_value() && full.has_value());
+  ASSERT_EQ(compact->collectives.size(), full->collectives.size());
+  auto within_groups = [&](lower::Program const& p, bool per_device) {
+    std::size_t groups = 0;
+    for (auto const& col : p.collectives) {
+      if (col.kind != lower::CollectiveKind::all_gather ||
+          col.region == tdl::whole_box(graph->tensor(col.tensor).type.shape))
+        continue;
+      ++groups;
+      std::size_t n = col.group.size();
+      EXPECT_EQ(col.members.size(), per_device ? n : n * (n - 1));
+    }
+    return groups;
+  };
+  std::size_t groups = within_groups(*compact, true);
+  EXPECT_GT(groups, 0u);
+  EXPECT_EQ(within_groups(*full, false), groups);
 }
 
 }  // namespace
