@@ -149,21 +149,34 @@ INSTANTIATE_TEST_SUITE_P(Zoo, CollectiveForms, ::testing::ValuesIn(zoo_cases),
                            return spec.substr(0, spec.find(':'));
                          });
 
-// A data-parallel step's collectives are one task per device: over 16 devices the program is
-// smaller by far, and its all-gathers and reduce-scatters have one member per device.
-TEST(CollectiveForm, DataParallelCollectivesHaveOneMemberPerDevice) {
+// A two-layer GPT on 16 H100s planned by `algo`, lowered in both collective forms.
+struct BothForms {
+  std::unique_ptr<ops::OpRegistry> registry;
+  ir::Graph graph;
+  Expected<lower::Program> compact, full;
+};
+
+BothForms lower_both_forms(std::string const& algo) {
   auto registry = ops::OpRegistry::with_builtins();
-  auto graph = autodiff::build_training_graph(
+  auto graph = *autodiff::build_training_graph(
       *models::ModelZoo::with_builtins().build(
           "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=64,batch=16", *registry),
       *registry);
-  ASSERT_TRUE(graph.has_value());
   auto cluster = *cluster::load_cluster("h100-2x8");
   cost::CostModel cost(cluster);
-  search::SearchContext ctx{*graph, *registry, cost, "h100-2x8", "gpt", 16, 0};
-  auto plan = *search::make_plan("data-parallel", ctx);
-  auto compact = lower::lower(*graph, plan, *registry, lower::CollectiveForm::per_device);
-  auto full = lower::lower(*graph, plan, *registry);
+  search::SearchContext ctx{graph, *registry, cost, "h100-2x8", "gpt", 16, 0};
+  auto plan = *search::make_plan(algo, ctx);
+  auto compact = lower::lower(graph, plan, *registry, lower::CollectiveForm::per_device);
+  auto full = lower::lower(graph, plan, *registry);
+  return {std::move(registry), std::move(graph), std::move(compact), std::move(full)};
+}
+
+// A data-parallel step's collectives are one task per device: over 16 devices the program is
+// smaller by far, and its all-gathers and reduce-scatters have one member per device.
+TEST(CollectiveForm, DataParallelCollectivesHaveOneMemberPerDevice) {
+  auto both = lower_both_forms("data-parallel");
+  auto const& compact = both.compact;
+  auto const& full = both.full;
   ASSERT_TRUE(compact.has_value() && full.has_value());
   EXPECT_LT(2 * compact->tasks.size(), full->tasks.size());
   ASSERT_EQ(compact->collectives.size(), full->collectives.size());
@@ -191,25 +204,17 @@ TEST(CollectiveForm, DataParallelCollectivesHaveOneMemberPerDevice) {
 // collective over its group: the explicit form with a transfer per pair of the group's devices,
 // the per-device form with a member per device.
 TEST(CollectiveForm, TofuGathersWithinGroupsAreCollectives) {
-  auto registry = ops::OpRegistry::with_builtins();
-  auto graph = autodiff::build_training_graph(
-      *models::ModelZoo::with_builtins().build(
-          "gpt:layers=2,hidden=64,heads=2,seq=16,vocab=64,batch=16", *registry),
-      *registry);
-  ASSERT_TRUE(graph.has_value());
-  auto cluster = *cluster::load_cluster("h100-2x8");
-  cost::CostModel cost(cluster);
-  search::SearchContext ctx{*graph, *registry, cost, "h100-2x8", "gpt", 16, 0};
-  auto plan = *search::make_plan("tofu", ctx);
-  auto compact = lower::lower(*graph, plan, *registry, lower::CollectiveForm::per_device);
-  auto full = lower::lower(*graph, plan, *registry);
+  auto both = lower_both_forms("tofu");
+  auto const& graph = both.graph;
+  auto const& compact = both.compact;
+  auto const& full = both.full;
   ASSERT_TRUE(compact.has_value() && full.has_value());
   ASSERT_EQ(compact->collectives.size(), full->collectives.size());
   auto within_groups = [&](lower::Program const& p, bool per_device) {
     std::size_t groups = 0;
     for (auto const& col : p.collectives) {
       if (col.kind != lower::CollectiveKind::all_gather ||
-          col.region == tdl::whole_box(graph->tensor(col.tensor).type.shape))
+          col.region == tdl::whole_box(graph.tensor(col.tensor).type.shape))
         continue;
       ++groups;
       std::size_t n = col.group.size();

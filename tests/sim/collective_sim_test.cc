@@ -11,21 +11,33 @@
 namespace cleave::sim {
 namespace {
 
+// A zoo model's training graph (a batch of 64) and its data-parallel plan, lowered.
+struct Lowered {
+  std::unique_ptr<ops::OpRegistry> registry;
+  ir::Graph graph;
+  Expected<lower::Program> program;
+};
+
+Lowered lower_data_parallel(std::string const& model, cost::CostModel const& cost) {
+  auto registry = ops::OpRegistry::with_builtins();
+  auto graph = *autodiff::build_training_graph(
+      *models::ModelZoo::with_builtins().build(model, *registry), *registry);
+  search::SearchContext ctx{graph, *registry, cost, "", "", 64, 0};
+  auto plan = search::make_plan("data-parallel", ctx);
+  Expected<lower::Program> program =
+      plan ? lower::lower(graph, *plan, *registry) : Expected<lower::Program>(plan.error());
+  return {std::move(registry), std::move(graph), std::move(program)};
+}
+
 // Data parallelism on an MLP: every weight's gradient is reduce-scattered over the 8 GPUs and
 // every weight all-gathered, each priced as a ring over the NVSwitch, and the member tasks take
 // the collective's span.
 TEST(Collectives, DataParallelMlpReduceScattersGradientsAndAllGathersWeights) {
-  auto registry = ops::OpRegistry::with_builtins();
-  auto graph = *autodiff::build_training_graph(
-      *models::ModelZoo::with_builtins().build(
-          "mlp:layers=2,hidden=256,input=128,classes=16,batch=64", *registry),
-      *registry);
   auto cluster = *cluster::load_cluster("dgx-a100");
   cost::CostModel cost(cluster);
-  search::SearchContext ctx{graph, *registry, cost, "", "", 64, 0};
-  auto plan = search::make_plan("data-parallel", ctx);
-  ASSERT_TRUE(plan.has_value());
-  auto program = lower::lower(graph, *plan, *registry);
+  auto mlp = lower_data_parallel("mlp:layers=2,hidden=256,input=128,classes=16,batch=64", cost);
+  auto const& graph = mlp.graph;
+  auto const& program = mlp.program;
   ASSERT_TRUE(program.has_value()) << program.error().to_string();
   Prediction p = predict(graph, *program, cost, 64);
 
@@ -62,17 +74,11 @@ TEST(Collectives, DataParallelMlpReduceScattersGradientsAndAllGathersWeights) {
 // collective costs what cost_of gives it alone: on CPU cores, whose collectives add their own
 // reduce members' compute time, and where the MLP's equal layers repeat collectives.
 TEST(Collectives, CollectiveCostsEqualEachCollectivesOwnPrice) {
-  auto registry = ops::OpRegistry::with_builtins();
-  auto graph = *autodiff::build_training_graph(
-      *models::ModelZoo::with_builtins().build(
-          "mlp:layers=4,hidden=256,input=256,classes=256,batch=64", *registry),
-      *registry);
   auto cluster = *cluster::load_cluster("cpu:devices=4");
   cost::CostModel cost(cluster);
-  search::SearchContext ctx{graph, *registry, cost, "", "", 64, 0};
-  auto plan = search::make_plan("data-parallel", ctx);
-  ASSERT_TRUE(plan.has_value());
-  auto program = lower::lower(graph, *plan, *registry);
+  auto mlp = lower_data_parallel("mlp:layers=4,hidden=256,input=256,classes=256,batch=64", cost);
+  auto const& graph = mlp.graph;
+  auto const& program = mlp.program;
   ASSERT_TRUE(program.has_value()) << program.error().to_string();
   auto costs = collective_costs(*program, graph, cost);
   ASSERT_EQ(costs.size(), program->collectives.size());
